@@ -1,0 +1,246 @@
+import * as path from 'node:path';
+import { currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { type HermesEnvironment, loadEnvironment } from './env.js';
+import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
+import { bestEffort, op } from './internal/steps.js';
+import { serializeJson } from './atomic.js';
+import { secureMkdirPlan } from './mkdir.js';
+import { fileModeFor, getKind, type KindRef } from './registry.js';
+
+export interface AppendOptions {
+  /** The artifact kind: decides the directory's mode and the mode of a newly created file. */
+  kind: KindRef;
+  env?: HermesEnvironment;
+  /** fsync after each record (default false). */
+  fsync?: boolean;
+  /** Links in the directory chain below this root must stay inside it (default: the home). */
+  root?: string;
+  /** Create missing parent directories with the kind's mode (default true). */
+  createParents?: boolean;
+}
+
+export interface AppendOpenInfo {
+  readonly path: string;
+  /** True when this call created the file (it then has the kind's mode exactly). */
+  readonly created: boolean;
+  /** The file's permission bits; an existing file keeps the mode its owner chose. */
+  readonly mode: number;
+  readonly createdDirs: readonly string[];
+  readonly warnings: readonly string[];
+}
+
+export interface AppendResult extends AppendOpenInfo {
+  readonly bytes: number;
+}
+
+interface Opened extends AppendOpenInfo {
+  fd: number;
+}
+
+function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnvironment): Plan<Opened> {
+  const kind = getKind(options.kind);
+  const target = path.resolve(file);
+  const warnings: string[] = [];
+  let createdDirs: readonly string[] = [];
+  if (options.createParents !== false) {
+    const dir = yield* secureMkdirPlan(path.dirname(target), kind, env, options.root);
+    createdDirs = dir.created;
+    warnings.push(...dir.warnings);
+  }
+  const mode = fileModeFor(kind, env);
+  let fd: number;
+  let created = true;
+  try {
+    fd = yield* call('open', target, 'open', target, O.WRONLY | O.APPEND | O.CREAT | O.EXCL | O.NOFOLLOW, mode);
+  } catch (err) {
+    if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `open ${target} for append`);
+    created = false;
+    try {
+      fd = yield* call('open', target, 'open', target, O.WRONLY | O.APPEND | O.NOFOLLOW, 0);
+    } catch (err2) {
+      if (errnoCode(err2) === 'ELOOP') {
+        throw new FsPolicyError({
+          code: 'ESYMLINK',
+          step: 'open',
+          path: target,
+          message: `refusing to append to ${target}: it is a symbolic link`,
+          cause: err2,
+        });
+      }
+      throw toPolicyError(err2, 'open', target, `open ${target} for append`);
+    }
+  }
+  try {
+    const st = yield* op('open', target, 'fstat', fd);
+    if (!st.isFile()) {
+      throw new FsPolicyError({
+        code: 'ENOTREGULAR',
+        step: 'open',
+        path: target,
+        message: `refusing to append to ${target}: not a regular file`,
+      });
+    }
+    if (created) {
+      // open(2) masks the mode with the umask; make it exact. Only ever on create: never re-tighten.
+      yield* op('fchmod', target, 'fchmod', fd, mode);
+      if (kind.ownership && !env.managed.managed && (env.uid !== undefined || env.gid !== undefined)) {
+        yield* bestEffort(warnings, 'fchown', target, 'fchown', fd, env.uid ?? -1, env.gid ?? -1);
+      }
+    } else {
+      if (st.nlink > 1) warnings.push(`${target} has ${st.nlink} hard links; appended data is visible through all of them`);
+      if (st.uid !== currentUid()) warnings.push(`${target} is owned by uid ${st.uid}, not by this process`);
+    }
+    return {
+      fd,
+      path: target,
+      created,
+      mode: created ? mode : st.mode & 0o7777,
+      createdDirs,
+      warnings,
+    };
+  } catch (err) {
+    yield* bestEffort(warnings, 'close', target, 'close', fd);
+    throw err;
+  }
+}
+
+function* writeRecordPlan(fd: number, file: string, record: Uint8Array, sync: boolean): Plan<number> {
+  if (record.length === 0) return 0;
+  // One write(2) per record: with O_APPEND the kernel places it whole at the end, so concurrent
+  // writers never interleave inside a line.
+  const n = yield* op('write', file, 'write', fd, record, 0, record.length);
+  if (n !== record.length) {
+    throw new FsPolicyError({
+      code: 'ESHORT_WRITE',
+      step: 'short-write',
+      path: file,
+      message: `short append to ${file}: ${n} of ${record.length} bytes written; the last line is incomplete`,
+    });
+  }
+  if (sync) yield* op('fsync', file, 'fsync', fd);
+  return n;
+}
+
+function* appendOncePlan(file: string, record: Uint8Array, options: AppendOptions, env: HermesEnvironment): Plan<AppendResult> {
+  const opened = yield* openAppendPlan(file, options, env);
+  try {
+    const bytes = yield* writeRecordPlan(opened.fd, opened.path, record, options.fsync === true);
+    const { fd: _fd, ...info } = opened;
+    return { ...info, bytes };
+  } finally {
+    yield* bestEffort([], 'close', opened.path, 'close', opened.fd);
+  }
+}
+
+function encode(record: string | Uint8Array): Uint8Array {
+  return typeof record === 'string' ? Buffer.from(record, 'utf8') : record;
+}
+
+/** One JSON value as one line (serialised before any I/O). */
+export function jsonLine(value: unknown, file: string): Buffer {
+  const buf = serializeJson(value, file, { indent: 0 });
+  return buf;
+}
+
+/**
+ * Appends one record to `file` as a single write: the file is created owner-only (the kind's mode,
+ * exactly) if missing, an existing file keeps the mode its owner chose, a symlink is refused, and a
+ * short write is an error, never a silently torn line.
+ */
+export async function privateAppend(file: string, record: string | Uint8Array, options: AppendOptions): Promise<AppendResult> {
+  const env = options.env ?? loadEnvironment();
+  return runAsync(appendOncePlan(file, encode(record), options, env));
+}
+
+/** Synchronous form of {@link privateAppend}. */
+export function privateAppendSync(file: string, record: string | Uint8Array, options: AppendOptions): AppendResult {
+  const env = options.env ?? loadEnvironment();
+  return runSync(appendOncePlan(file, encode(record), options, env));
+}
+
+/** Appends `value` as one JSON line (serialised first: a value that cannot be serialised writes nothing). */
+export async function appendJsonLine(file: string, value: unknown, options: AppendOptions): Promise<AppendResult> {
+  return privateAppend(file, jsonLine(value, file), options);
+}
+
+/** Synchronous form of {@link appendJsonLine}. */
+export function appendJsonLineSync(file: string, value: unknown, options: AppendOptions): AppendResult {
+  return privateAppendSync(file, jsonLine(value, file), options);
+}
+
+/** An open append-only file for hot paths: the same guarantees as privateAppend without an open per record. */
+export interface AppendHandle extends AppendOpenInfo {
+  append(record: string | Uint8Array): Promise<number>;
+  appendSync(record: string | Uint8Array): number;
+  appendJson(value: unknown): Promise<number>;
+  appendJsonSync(value: unknown): number;
+  /** fsync what was appended so far. */
+  sync(): Promise<void>;
+  syncSync(): void;
+  close(): Promise<void>;
+  closeSync(): void;
+  readonly closed: boolean;
+}
+
+function makeHandle(opened: Opened, options: AppendOptions): AppendHandle {
+  const { fd, ...info } = opened;
+  const perRecordSync = options.fsync === true;
+  let closed = false;
+  const ensureOpen = (): void => {
+    if (closed) {
+      throw new FsPolicyError({ code: 'EBADF', step: 'write', path: info.path, message: `append handle for ${info.path} is closed` });
+    }
+  };
+  return {
+    ...info,
+    get closed() {
+      return closed;
+    },
+    async append(record) {
+      ensureOpen();
+      return runAsync(writeRecordPlan(fd, info.path, encode(record), perRecordSync));
+    },
+    appendSync(record) {
+      ensureOpen();
+      return runSync(writeRecordPlan(fd, info.path, encode(record), perRecordSync));
+    },
+    async appendJson(value) {
+      ensureOpen();
+      return runAsync(writeRecordPlan(fd, info.path, jsonLine(value, info.path), perRecordSync));
+    },
+    appendJsonSync(value) {
+      ensureOpen();
+      return runSync(writeRecordPlan(fd, info.path, jsonLine(value, info.path), perRecordSync));
+    },
+    async sync() {
+      ensureOpen();
+      await runAsync(op('fsync', info.path, 'fsync', fd));
+    },
+    syncSync() {
+      ensureOpen();
+      runSync(op('fsync', info.path, 'fsync', fd));
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await runAsync(op('close', info.path, 'close', fd));
+    },
+    closeSync() {
+      if (closed) return;
+      closed = true;
+      runSync(op('close', info.path, 'close', fd));
+    },
+  };
+}
+
+/** Opens `file` for repeated appends with privateAppend's guarantees; close it when done. */
+export async function openAppendHandle(file: string, options: AppendOptions): Promise<AppendHandle> {
+  const env = options.env ?? loadEnvironment();
+  return makeHandle(await runAsync(openAppendPlan(file, options, env)), options);
+}
+
+/** Synchronous form of {@link openAppendHandle}. */
+export function openAppendHandleSync(file: string, options: AppendOptions): AppendHandle {
+  const env = options.env ?? loadEnvironment();
+  return makeHandle(runSync(openAppendPlan(file, options, env)), options);
+}

@@ -1,0 +1,242 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { FsPolicyError } from './errors.js';
+import { getLogger } from './logger.js';
+
+/** The environment variables this package reads. */
+export type EnvSource = Readonly<Record<string, string | undefined>>;
+
+/** The home directory of the current user, from `HOME` when set, else the password database. */
+function userHome(env: EnvSource): string {
+  const fromEnv = env.HOME?.trim();
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : os.homedir();
+}
+
+/** Expands a leading `~` or `~/` against the user's home. Other `~user` forms are left as they are. */
+export function expandTilde(input: string, env: EnvSource = process.env): string {
+  if (input === '~') return userHome(env);
+  if (input.startsWith('~/')) return path.join(userHome(env), input.slice(2));
+  return input;
+}
+
+/**
+ * Resolves the Hermes home: `HERMES_HOME` (trimmed, `~` expanded, made absolute and normalised), else
+ * `~/.hermes`. A `profile` selects `<home>/profiles/<name>`.
+ */
+export function resolveHermesHome(env: EnvSource = process.env, options: { profile?: string } = {}): string {
+  const raw = env.HERMES_HOME?.trim();
+  const base = raw !== undefined && raw !== '' ? raw : '~/.hermes';
+  const home = path.resolve(expandTilde(base, env));
+  return options.profile === undefined ? home : profileHome(home, options.profile);
+}
+
+const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** `<root>/profiles/<name>`; the name must be a plain identifier (no separators, no leading dot, no `..`). */
+export function profileHome(root: string, name: string): string {
+  if (!PROFILE_NAME.test(name) || name.includes('..')) {
+    throw new FsPolicyError({
+      code: 'EINVALID_PATH',
+      step: 'resolve',
+      path: name,
+      message: `invalid profile name ${JSON.stringify(name)}: use letters, digits, '-', '_' and '.', not starting with '.'`,
+      hint: 'choose a profile name such as "work" or "bot-2".',
+    });
+  }
+  return path.join(root, 'profiles', name);
+}
+
+/** Where the managed decision came from. */
+export type ManagedSource = 'env' | 'marker' | 'none';
+
+export interface ManagedInfo {
+  /** True when a package manager owns the home (group-shared directories, no chmod by the runtime). */
+  readonly managed: boolean;
+  /** The manager's name (`nixos`, `home-manager`, any other value verbatim), or null when not managed. */
+  readonly system: string | null;
+  readonly source: ManagedSource;
+  /** The raw value that decided (env value or marker content), or null. */
+  readonly raw: string | null;
+}
+
+const NOT_MANAGED = new Set(['brew', 'homebrew', 'false', '0', 'no', 'off']);
+const MANAGED_BY_NIXOS = new Set(['', 'true', '1', 'yes', 'on']);
+
+/** Applies the one managed vocabulary to a value (from the env or the marker). */
+export function interpretManagedValue(value: string): { managed: boolean; system: string | null } {
+  const v = value.replace(/^\uFEFF/, '').trim().toLowerCase();
+  if (NOT_MANAGED.has(v)) return { managed: false, system: null };
+  if (MANAGED_BY_NIXOS.has(v)) return { managed: true, system: 'nixos' };
+  return { managed: true, system: v };
+}
+
+/**
+ * Decides whether `home` is a managed install: a non-blank `HERMES_MANAGED` wins; otherwise the
+ * `<home>/.managed` marker's content decides; otherwise not managed.
+ */
+export function detectManaged(home: string, env: EnvSource = process.env): ManagedInfo {
+  const fromEnv = env.HERMES_MANAGED;
+  if (fromEnv !== undefined && fromEnv.trim() !== '') {
+    return { ...interpretManagedValue(fromEnv), source: 'env', raw: fromEnv };
+  }
+  const marker = path.join(home, '.managed');
+  let content: string;
+  try {
+    content = fs.readFileSync(marker, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { managed: false, system: null, source: 'none', raw: null };
+    getLogger().warn('managed marker exists but cannot be read; treating the home as managed by nixos', {
+      path: marker,
+      code,
+    });
+    content = '';
+  }
+  return { ...interpretManagedValue(content), source: 'marker', raw: content };
+}
+
+export interface ParsedHomeMode {
+  /** The mode to use for directories that honour HERMES_HOME_MODE (0o700 when unset or rejected). */
+  readonly mode: number;
+  /** `env` when a valid value was given, `default` otherwise. */
+  readonly source: 'env' | 'default';
+  /** Warnings a user must see: the value was rejected, or accepted with group/other write bits. */
+  readonly warnings: readonly string[];
+  /** True when a value was given but rejected (the default applies). */
+  readonly rejected: boolean;
+}
+
+export const DEFAULT_DIR_MODE = 0o700;
+
+const OCTAL = /^(?:0o|0)?([0-7]+)$/i;
+
+/**
+ * Parses `HERMES_HOME_MODE` (`0701`, `701`, `0o701`). Never throws: an unparsable, out-of-range, negative,
+ * owner-locking (missing owner rwx) or setuid/sticky value is rejected with a warning and the safe default
+ * 0700 applies; group/other write bits are accepted with a warning.
+ */
+export function parseHomeMode(raw: string | undefined): ParsedHomeMode {
+  const text = raw?.trim() ?? '';
+  if (text === '') return { mode: DEFAULT_DIR_MODE, source: 'default', warnings: [], rejected: false };
+  const reject = (why: string): ParsedHomeMode => ({
+    mode: DEFAULT_DIR_MODE,
+    source: 'default',
+    rejected: true,
+    warnings: [`HERMES_HOME_MODE=${JSON.stringify(raw)} rejected: ${why}; using 0700`],
+  });
+  if (text.startsWith('-')) return reject('a mode cannot be negative');
+  const m = OCTAL.exec(text);
+  const digits = m?.[1];
+  if (digits === undefined) return reject('not an octal mode (expected e.g. 0701, 701 or 0o701)');
+  const value = digits.length > 8 ? Number.POSITIVE_INFINITY : parseInt(digits, 8);
+  if (value > 0o7777) return reject('out of range (the largest mode is 07777)');
+  if ((value & 0o700) !== 0o700) return reject('the owner must keep rwx (0700) on the home, or Hermes locks itself out');
+  if ((value & 0o4000) !== 0) return reject('setuid makes no sense on a directory');
+  if ((value & 0o1000) !== 0) return reject('the sticky bit would stop Hermes replacing its own files in a shared home');
+  const warnings: string[] = [];
+  if ((value & 0o022) !== 0) {
+    warnings.push(
+      `HERMES_HOME_MODE=${JSON.stringify(raw)} grants group/other write (0${value.toString(8)}); ` +
+        'other users can then add or replace files in the home',
+    );
+  }
+  return { mode: value, source: 'env', warnings, rejected: false };
+}
+
+/** Parses `HERMES_UID`/`HERMES_GID`: a non-negative integer, else undefined with a warning. */
+export function parseId(raw: string | undefined, name: string): { value: number | undefined; warning?: string } {
+  const text = raw?.trim() ?? '';
+  if (text === '') return { value: undefined };
+  if (!/^\d{1,10}$/.test(text) || Number(text) > 0xfffffffe) {
+    return { value: undefined, warning: `${name}=${JSON.stringify(raw)} ignored: expected a non-negative integer id` };
+  }
+  return { value: Number(text) };
+}
+
+const warned = new Set<string>();
+
+/** Logs an environment warning once per process, however often the environment is loaded. */
+function warnOnce(message: string): void {
+  if (warned.has(message)) return;
+  warned.add(message);
+  getLogger().warn(message);
+}
+
+let cachedUmask: number | undefined;
+
+/**
+ * The process umask, read without changing it (Linux: `Umask:` in /proc/self/status). The value is cached;
+ * pass `{ fresh: true }` after the embedder changed the umask.
+ */
+export function readUmask(options: { fresh?: boolean } = {}): number {
+  if (cachedUmask !== undefined && options.fresh !== true) return cachedUmask;
+  let value: number | undefined;
+  try {
+    const status = fs.readFileSync('/proc/self/status', 'utf8');
+    const m = /^Umask:\s*([0-7]+)$/m.exec(status);
+    if (m?.[1] !== undefined) value = parseInt(m[1], 8);
+  } catch {
+    value = undefined;
+  }
+  if (value === undefined) {
+    // No procfs (macOS, BSD): the only portable read sets the mask back to what it was.
+    const previous = process.umask(0o077);
+    process.umask(previous);
+    value = previous;
+  }
+  cachedUmask = value;
+  return value;
+}
+
+/** Everything the policy needs to know about the process and its home, resolved once. */
+export interface HermesEnvironment {
+  readonly home: string;
+  readonly managed: ManagedInfo;
+  readonly homeMode: ParsedHomeMode;
+  readonly uid: number | undefined;
+  readonly gid: number | undefined;
+  readonly umask: number;
+  readonly warnings: readonly string[];
+}
+
+export interface LoadEnvironmentOptions {
+  /** Use this home instead of resolving HERMES_HOME. */
+  home?: string;
+  /** A named profile under the home. */
+  profile?: string;
+  /** Defaults to process.env. */
+  env?: EnvSource;
+  /** Override the umask (tests, or an embedder that knows it). */
+  umask?: number;
+}
+
+/**
+ * Resolves the home, managed state, HERMES_HOME_MODE, HERMES_UID/GID and the umask. Never throws for bad
+ * environment values: each becomes a warning (logged once here) and a safe default.
+ */
+export function loadEnvironment(options: LoadEnvironmentOptions = {}): HermesEnvironment {
+  const env = options.env ?? process.env;
+  const root = options.home !== undefined ? path.resolve(expandTilde(options.home, env)) : resolveHermesHome(env);
+  const home = options.profile === undefined ? root : profileHome(root, options.profile);
+  const managed = detectManaged(home, env);
+  const homeMode = parseHomeMode(env.HERMES_HOME_MODE);
+  const uid = parseId(env.HERMES_UID, 'HERMES_UID');
+  const gid = parseId(env.HERMES_GID, 'HERMES_GID');
+  const warnings = [...homeMode.warnings];
+  if (uid.warning !== undefined) warnings.push(uid.warning);
+  if (gid.warning !== undefined) warnings.push(gid.warning);
+  if (managed.managed && homeMode.source === 'env') {
+    warnings.push('HERMES_HOME_MODE is ignored on a managed install: the package manager owns directory modes');
+  }
+  for (const w of warnings) warnOnce(w);
+  return {
+    home,
+    managed,
+    homeMode,
+    uid: uid.value,
+    gid: gid.value,
+    umask: options.umask ?? readUmask(),
+    warnings,
+  };
+}

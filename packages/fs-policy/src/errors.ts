@@ -1,0 +1,153 @@
+/** The step of an operation at which a failure happened; named in every error and log line. */
+export type FsStep =
+  | 'resolve'
+  | 'serialize'
+  | 'lstat'
+  | 'mkdir'
+  | 'open'
+  | 'write'
+  | 'short-write'
+  | 'fchmod'
+  | 'fchown'
+  | 'fsync'
+  | 'close'
+  | 'link'
+  | 'rename'
+  | 'fsync-dir'
+  | 'unlink'
+  | 'readdir';
+
+/** Codes this package raises on its own (in addition to system errno codes such as EACCES or ENOSPC). */
+export type PolicyCode =
+  | 'ESERIALIZE'
+  | 'ESHORT_WRITE'
+  | 'EDANGLING_LINK'
+  | 'ESYMLINK_ESCAPE'
+  | 'ESYMLINK'
+  | 'ENOTREGULAR'
+  | 'EMANAGED_MISSING'
+  | 'EPROFILE_MISSING'
+  | 'EINVALID_PATH';
+
+export interface FsPolicyErrorInit {
+  code: string;
+  path: string;
+  step: FsStep;
+  message: string;
+  hint?: string;
+  errno?: number;
+  cause?: unknown;
+  /** For atomic writes: true when the failure happened after the new content was committed by rename. */
+  committed?: boolean;
+}
+
+/**
+ * The one error type of @hermes/fs-policy. It always names the path, the failing step, the errno code,
+ * the uid/gid the process ran as, and a one-line hint saying how to fix it.
+ */
+export class FsPolicyError extends Error {
+  override readonly name = 'FsPolicyError';
+  readonly code: string;
+  readonly errno: number | undefined;
+  readonly path: string;
+  readonly step: FsStep;
+  readonly hint: string;
+  readonly uid: number;
+  readonly gid: number;
+  readonly committed: boolean;
+
+  constructor(init: FsPolicyErrorInit) {
+    super(`${init.message} [${init.code} at ${init.step}: ${init.path}]`, { cause: init.cause });
+    this.code = init.code;
+    this.errno = init.errno;
+    this.path = init.path;
+    this.step = init.step;
+    this.uid = currentUid();
+    this.gid = currentGid();
+    this.committed = init.committed ?? false;
+    this.hint = init.hint ?? hintFor(init.code, init.path, this.uid, this.gid);
+  }
+
+  /** A single line for logs and CLIs: what failed, where, as whom, and the fix. */
+  toLine(): string {
+    return `${this.message} (uid ${this.uid}, gid ${this.gid}). Fix: ${this.hint}`;
+  }
+}
+
+export function currentUid(): number {
+  return typeof process.geteuid === 'function' ? process.geteuid() : -1;
+}
+
+export function currentGid(): number {
+  return typeof process.getegid === 'function' ? process.getegid() : -1;
+}
+
+/** True for Node system errors (they carry a string `code`). */
+export function isErrnoException(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
+}
+
+export function errnoCode(err: unknown): string | undefined {
+  return isErrnoException(err) ? err.code : undefined;
+}
+
+/** Wraps any thrown value into an FsPolicyError for `step` at `path` (an FsPolicyError passes through). */
+export function toPolicyError(err: unknown, step: FsStep, path: string, what: string): FsPolicyError {
+  if (err instanceof FsPolicyError) return err;
+  const code = errnoCode(err) ?? 'EUNKNOWN';
+  const errno = isErrnoException(err) ? err.errno : undefined;
+  const detail = err instanceof Error ? err.message : String(err);
+  return new FsPolicyError({
+    code,
+    step,
+    path,
+    message: `${what} failed: ${detail}`,
+    ...(errno === undefined ? {} : { errno }),
+    cause: err,
+  });
+}
+
+/** The fix, in one line, for the codes operators meet in practice. */
+export function hintFor(code: string, path: string, uid: number, gid: number): string {
+  switch (code) {
+    case 'EACCES':
+    case 'EPERM':
+      return (
+        `uid ${uid} (gid ${gid}) may not write to ${path}. On a managed install the directory must be group-writable ` +
+        `for the service group (2770, setgid): run \`hermes-fs doctor --fix\`; otherwise check the owner and mode of the parent directory.`
+      );
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return `the filesystem holding ${path} is full (or over quota); free space and retry. The previous content is intact.`;
+    case 'EROFS':
+      return `${path} is on a read-only filesystem; point HERMES_HOME at writable storage.`;
+    case 'ENOENT':
+      return `a directory on the way to ${path} does not exist; create the Hermes home (or the named profile) first.`;
+    case 'ENOTDIR':
+      return `a component of ${path} is not a directory; move the file that is in the way.`;
+    case 'EISDIR':
+      return `${path} is a directory, not a file; choose another file name.`;
+    case 'ELOOP':
+    case 'ESYMLINK':
+      return `${path} is a symbolic link; this artifact is never written through a link. Replace the link with a regular file.`;
+    case 'ESYMLINK_ESCAPE':
+      return `${path} is a symbolic link that leads outside the allowed root; remove the link or point it inside the Hermes home.`;
+    case 'EDANGLING_LINK':
+      return `restore the mount or repair the link target of ${path}; Hermes does not create a missing link target.`;
+    case 'ESERIALIZE':
+      return `the value could not be serialised to JSON (circular, BigInt or non-finite data); nothing was written.`;
+    case 'ESHORT_WRITE':
+      return `the device accepted only part of the data for ${path}; check free space and the filesystem, then retry.`;
+    case 'EMANAGED_MISSING':
+      return `on a managed install the package manager creates ${path} (NixOS: systemd-tmpfiles / activation); re-run the activation or create it with the service group and mode 2770.`;
+    case 'EPROFILE_MISSING':
+      return `the named profile home ${path} does not exist; create the profile explicitly before using it.`;
+    case 'ENOTREGULAR':
+      return `${path} is not a regular file (device, FIFO or socket); remove it or choose another name.`;
+    case 'EMFILE':
+    case 'ENFILE':
+      return `too many open files; raise the file-descriptor limit (ulimit -n) or reduce concurrency.`;
+    default:
+      return `check that ${path} is on healthy, writable storage and retry.`;
+  }
+}

@@ -1,0 +1,79 @@
+export { FsPolicyError, hintFor, isErrnoException, type FsStep, type PolicyCode, type FsPolicyErrorInit } from './errors.js';
+export { getLogger, setLogger, silentLogger, stderrLogger, type FsPolicyLogger, type LogFields } from './logger.js';
+export {
+  DEFAULT_DIR_MODE,
+  detectManaged,
+  expandTilde,
+  interpretManagedValue,
+  loadEnvironment,
+  parseHomeMode,
+  parseId,
+  profileHome,
+  readUmask,
+  resolveHermesHome,
+  type EnvSource,
+  type HermesEnvironment,
+  type LoadEnvironmentOptions,
+  type ManagedInfo,
+  type ManagedSource,
+  type ParsedHomeMode,
+} from './env.js';
+export {
+  ARTIFACT_KINDS,
+  STANDARD_SUBDIRS,
+  dirModeFor,
+  fileModeFor,
+  formatMode,
+  getKind,
+  kindDir,
+  listKinds,
+  selectFileMode,
+  type ArtifactKind,
+  type ArtifactKindName,
+  type FileRule,
+  type KindRef,
+} from './registry.js';
+export { secureMkdir, secureMkdirSync, type MkdirResult, type SecureMkdirOptions } from './mkdir.js';
+export {
+  TEMP_FILE_PATTERN,
+  atomicWrite,
+  atomicWriteJson,
+  atomicWriteJsonSync,
+  atomicWriteSync,
+  serializeJson,
+  type AtomicJsonOptions,
+  type AtomicWriteOptions,
+  type Durability,
+  type WriteResult,
+} from './atomic.js';
+export {
+  appendJsonLine,
+  appendJsonLineSync,
+  openAppendHandle,
+  openAppendHandleSync,
+  privateAppend,
+  privateAppendSync,
+  type AppendHandle,
+  type AppendOpenInfo,
+  type AppendOptions,
+  type AppendResult,
+} from './append.js';
+export {
+  expectedDirMode,
+  reconcileDir,
+  reconcileDirSync,
+  type ReconcileAction,
+  type ReconcileOptions,
+  type ReconcileResult,
+} from './reconcile.js';
+export { ensureHermesHome, ensureHermesHomeSync, type EnsureHomeOptions, type EnsureHomeResult } from './home.js';
+export { ensureFile, ensureFileSync, type EnsureFileOptions, type EnsureFileResult } from './file.js';
+export {
+  parseTempName,
+  pidAlive,
+  sweepTempFiles,
+  sweepTempFilesSync,
+  type SweepOptions,
+  type SweepResult,
+  type TempFile,
+} from './sweep.js';

@@ -1,0 +1,187 @@
+/**
+ * The filesystem port. Every primitive is written once as a plan — a generator that yields the syscalls it
+ * needs, each labelled with its step — and run by a synchronous or an asynchronous driver. That gives the
+ * sync and async forms one body of logic, and gives tests one seam to fail or pause any step.
+ */
+import * as fs from 'node:fs';
+import { promisify } from 'node:util';
+import type { FsStep } from '../errors.js';
+
+export interface Ops {
+  lstat(path: string): fs.Stats;
+  stat(path: string): fs.Stats;
+  mkdir(path: string, mode: number): void;
+  open(path: string, flags: number, mode: number): number;
+  write(fd: number, buffer: Uint8Array, offset: number, length: number): number;
+  fchmod(fd: number, mode: number): void;
+  fchown(fd: number, uid: number, gid: number): void;
+  fstat(fd: number): fs.Stats;
+  fsync(fd: number): void;
+  close(fd: number): void;
+  link(existing: string, created: string): void;
+  rename(from: string, to: string): void;
+  unlink(path: string): void;
+  readlink(path: string): string;
+  realpath(path: string): string;
+  readdir(path: string): fs.Dirent[];
+}
+
+export type OpName = keyof Ops;
+
+/** One request a plan yields: the syscall, its arguments, the step it belongs to and the path it concerns. */
+export interface Req {
+  readonly op: OpName;
+  readonly args: readonly unknown[];
+  readonly step: FsStep;
+  readonly path: string;
+}
+
+export type Plan<T> = Generator<Req, T, unknown>;
+
+/** Yields one syscall and returns its typed result. */
+export function* call<K extends OpName>(
+  step: FsStep,
+  path: string,
+  op: K,
+  ...args: Parameters<Ops[K]>
+): Generator<Req, ReturnType<Ops[K]>, unknown> {
+  return (yield { op, args, step, path }) as ReturnType<Ops[K]>;
+}
+
+const syncOps: Ops = {
+  lstat: (p) => fs.lstatSync(p),
+  stat: (p) => fs.statSync(p),
+  mkdir: (p, mode) => {
+    fs.mkdirSync(p, { mode });
+  },
+  open: (p, flags, mode) => fs.openSync(p, flags, mode),
+  write: (fd, b, o, l) => fs.writeSync(fd, b, o, l),
+  fchmod: (fd, mode) => {
+    fs.fchmodSync(fd, mode);
+  },
+  fchown: (fd, uid, gid) => {
+    fs.fchownSync(fd, uid, gid);
+  },
+  fstat: (fd) => fs.fstatSync(fd),
+  fsync: (fd) => {
+    fs.fsyncSync(fd);
+  },
+  close: (fd) => {
+    fs.closeSync(fd);
+  },
+  link: (a, b) => {
+    fs.linkSync(a, b);
+  },
+  rename: (a, b) => {
+    fs.renameSync(a, b);
+  },
+  unlink: (p) => {
+    fs.unlinkSync(p);
+  },
+  readlink: (p) => fs.readlinkSync(p),
+  realpath: (p) => fs.realpathSync(p),
+  readdir: (p) => fs.readdirSync(p, { withFileTypes: true }),
+};
+
+type AsyncOps = { [K in OpName]: (...args: Parameters<Ops[K]>) => Promise<ReturnType<Ops[K]>> };
+
+const pWrite = promisify(fs.write);
+const pFchmod = promisify(fs.fchmod);
+const pFchown = promisify(fs.fchown);
+const pFstat = promisify(fs.fstat);
+const pFsync = promisify(fs.fsync);
+const pClose = promisify(fs.close);
+const pOpen = promisify(fs.open);
+
+const asyncOps: AsyncOps = {
+  lstat: (p) => fs.promises.lstat(p),
+  stat: (p) => fs.promises.stat(p),
+  mkdir: async (p, mode) => {
+    await fs.promises.mkdir(p, { mode });
+  },
+  open: (p, flags, mode) => pOpen(p, flags, mode),
+  write: async (fd, b, o, l) => (await pWrite(fd, b, o, l)).bytesWritten,
+  fchmod: (fd, mode) => pFchmod(fd, mode),
+  fchown: (fd, uid, gid) => pFchown(fd, uid, gid),
+  fstat: (fd) => pFstat(fd),
+  fsync: (fd) => pFsync(fd),
+  close: (fd) => pClose(fd),
+  link: (a, b) => fs.promises.link(a, b),
+  rename: (a, b) => fs.promises.rename(a, b),
+  unlink: (p) => fs.promises.unlink(p),
+  readlink: (p) => fs.promises.readlink(p),
+  realpath: (p) => fs.promises.realpath(p),
+  readdir: (p) => fs.promises.readdir(p, { withFileTypes: true }),
+};
+
+/**
+ * A test-only hook consulted before every syscall. Throw to fail the step; return `{ result }` to replace
+ * the syscall's result without performing it (a short write returns `{ result: 0 }`); return undefined to
+ * let it run. A hook may also block (a crash test pauses here and is killed).
+ */
+export type FaultHook = (req: Req) => { result: unknown } | undefined;
+
+let faultHook: FaultHook | undefined;
+
+/** Installs (or removes, with undefined) the fault hook. Not exported from the package entry. */
+export function setFaultHook(hook: FaultHook | undefined): void {
+  faultHook = hook;
+}
+
+function invokeSync(req: Req): unknown {
+  const override = faultHook?.(req);
+  if (override) return override.result;
+  const fn = syncOps[req.op] as (...a: readonly unknown[]) => unknown;
+  return fn(...req.args);
+}
+
+async function invokeAsync(req: Req): Promise<unknown> {
+  const override = faultHook?.(req);
+  if (override) return override.result;
+  const fn = asyncOps[req.op] as (...a: readonly unknown[]) => Promise<unknown>;
+  return fn(...req.args);
+}
+
+/** Runs a plan with synchronous syscalls. */
+export function runSync<T>(plan: Plan<T>): T {
+  let step = plan.next();
+  while (step.done !== true) {
+    let value: unknown;
+    try {
+      value = invokeSync(step.value);
+    } catch (err) {
+      step = plan.throw(err);
+      continue;
+    }
+    step = plan.next(value);
+  }
+  return step.value;
+}
+
+/** Runs a plan with asynchronous syscalls. */
+export async function runAsync<T>(plan: Plan<T>): Promise<T> {
+  let step = plan.next();
+  while (step.done !== true) {
+    let value: unknown;
+    try {
+      value = await invokeAsync(step.value);
+    } catch (err) {
+      step = plan.throw(err);
+      continue;
+    }
+    step = plan.next(value);
+  }
+  return step.value;
+}
+
+/** Flags, guarded for platforms that lack them. */
+export const O = {
+  RDONLY: fs.constants.O_RDONLY,
+  WRONLY: fs.constants.O_WRONLY,
+  CREAT: fs.constants.O_CREAT,
+  EXCL: fs.constants.O_EXCL,
+  APPEND: fs.constants.O_APPEND,
+  TRUNC: fs.constants.O_TRUNC,
+  NOFOLLOW: (fs.constants as Partial<typeof fs.constants>).O_NOFOLLOW ?? 0,
+  DIRECTORY: (fs.constants as Partial<typeof fs.constants>).O_DIRECTORY ?? 0,
+} as const;

@@ -1,0 +1,209 @@
+import * as path from 'node:path';
+import type { HermesEnvironment } from './env.js';
+
+/**
+ * How a file of a kind is created and rewritten.
+ * - `mode`: the exact mode of a new file on an unmanaged install.
+ * - `managedMode`: the mode on a managed install; `'umask'` means 0666 minus the service umask
+ *   (0660 under NixOS's `UMask=0007`), matching the activation script that grants the group rw.
+ * - `retighten`: an overwrite resets the mode to the kind's; otherwise an existing file keeps the mode its
+ *   owner chose.
+ */
+export interface FileRule {
+  readonly mode: number;
+  readonly managedMode: number | 'umask';
+  readonly retighten: boolean;
+  /** Holds secrets or verbatim conversation content: group/world read is a finding for the doctor. */
+  readonly secret: boolean;
+}
+
+/**
+ * One artifact kind: a directory under the home and the files written into it.
+ * - `dir`: the directory relative to the home (`''` is the home itself); null when the caller chooses it.
+ * - `dirMode`: the mode of directories this package creates for the kind on an unmanaged install.
+ * - `honoursHomeMode`: HERMES_HOME_MODE replaces `dirMode` (peers of the home such as sessions/, logs/).
+ * - Managed installs: directories are created with no explicit mode (the setgid parent and the service
+ *   umask decide) and existing directories are never tightened or widened by the runtime.
+ * - `requiredWhenManaged`: the package manager creates it; the runtime refuses to invent it.
+ * - `ownership`: HERMES_UID/HERMES_GID are applied to what this package creates.
+ */
+export interface ArtifactKind {
+  readonly name: string;
+  readonly description: string;
+  readonly dir: string | null;
+  readonly dirMode: number;
+  readonly honoursHomeMode: boolean;
+  readonly requiredWhenManaged: boolean;
+  readonly ownership: boolean;
+  readonly file: FileRule;
+  /** Standard files of the kind, relative to its directory (for the doctor). */
+  readonly files?: readonly string[];
+}
+
+const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, retighten: false, secret: true };
+const SHARED_STATE: FileRule = { mode: 0o600, managedMode: 'umask', retighten: false, secret: true };
+
+function homeSubdir(name: string, dir: string, description: string, requiredWhenManaged: boolean): ArtifactKind {
+  return {
+    name,
+    description,
+    dir,
+    dirMode: 0o700,
+    honoursHomeMode: true,
+    requiredWhenManaged,
+    ownership: true,
+    file: SHARED_STATE,
+  };
+}
+
+/** Every artifact kind, by name. Adding a kind is one entry here; consumers and the doctor read this table. */
+export const ARTIFACT_KINDS = {
+  home: homeSubdir('home', '', 'the Hermes home directory', true),
+  cron: homeSubdir('cron', 'cron', 'scheduled jobs', true),
+  sessions: homeSubdir('sessions', 'sessions', 'session transcripts and request dumps', true),
+  logs: homeSubdir('logs', 'logs', 'log files', true),
+  memories: homeSubdir('memories', 'memories', 'long-term memory files', true),
+  pairing: homeSubdir('pairing', 'pairing', 'device pairing state', false),
+  hooks: homeSubdir('hooks', 'hooks', 'user hooks', false),
+  'image-cache': homeSubdir('image-cache', 'image_cache', 'cached images', false),
+  'audio-cache': homeSubdir('audio-cache', 'audio_cache', 'cached audio', false),
+  skills: homeSubdir('skills', 'skills', 'installed skills', false),
+  'pending-messages': {
+    name: 'pending-messages',
+    description: 'shutdown spool: messages the gateway could not deliver before it stopped',
+    dir: 'pending_messages',
+    dirMode: 0o700,
+    honoursHomeMode: true,
+    requiredWhenManaged: false,
+    ownership: true,
+    file: SECRET_FILE,
+  },
+  'moa-traces': {
+    name: 'moa-traces',
+    description: 'Mixture-of-Agents turn traces (verbatim model inputs and outputs)',
+    dir: 'moa-traces',
+    dirMode: 0o700,
+    honoursHomeMode: false,
+    requiredWhenManaged: false,
+    ownership: true,
+    file: SECRET_FILE,
+  },
+  'saved-sessions': {
+    name: 'saved-sessions',
+    description: '/save conversation snapshots',
+    dir: 'sessions/saved',
+    dirMode: 0o700,
+    honoursHomeMode: false,
+    requiredWhenManaged: false,
+    ownership: true,
+    file: { mode: 0o600, managedMode: 0o600, retighten: true, secret: true },
+  },
+  trajectories: {
+    name: 'trajectories',
+    description: 'trajectory samples (full transcripts for training)',
+    dir: 'trajectories',
+    dirMode: 0o700,
+    honoursHomeMode: false,
+    requiredWhenManaged: false,
+    ownership: true,
+    file: SECRET_FILE,
+  },
+  'state-db': {
+    name: 'state-db',
+    description: 'the session database state.db and its -wal/-shm files',
+    dir: '',
+    dirMode: 0o700,
+    honoursHomeMode: true,
+    requiredWhenManaged: true,
+    ownership: true,
+    file: SHARED_STATE,
+    files: ['state.db', 'state.db-wal', 'state.db-shm'],
+  },
+  secrets: {
+    name: 'secrets',
+    description: 'credential files in the home (.env, auth.json, config.yaml)',
+    dir: '',
+    dirMode: 0o700,
+    honoursHomeMode: true,
+    requiredWhenManaged: true,
+    ownership: true,
+    file: SECRET_FILE,
+    files: ['.env', 'auth.json', 'config.yaml'],
+  },
+} as const satisfies Record<string, ArtifactKind>;
+
+export type ArtifactKindName = keyof typeof ARTIFACT_KINDS;
+
+/** A kind by name, or the kind object itself. */
+export type KindRef = ArtifactKindName | ArtifactKind;
+
+export function getKind(ref: KindRef): ArtifactKind {
+  if (typeof ref !== 'string') return ref;
+  const kind = (ARTIFACT_KINDS as Record<string, ArtifactKind | undefined>)[ref];
+  if (kind === undefined) throw new TypeError(`unknown artifact kind ${JSON.stringify(ref)}`);
+  return kind;
+}
+
+/** All kinds, in registry order. */
+export function listKinds(): readonly ArtifactKind[] {
+  return Object.values(ARTIFACT_KINDS);
+}
+
+/** The directory names the home is initialised with (unmanaged), or must already have (managed). */
+export const STANDARD_SUBDIRS: readonly ArtifactKindName[] = [
+  'cron',
+  'sessions',
+  'logs',
+  'memories',
+  'pairing',
+  'hooks',
+  'image-cache',
+  'audio-cache',
+  'skills',
+];
+
+/** The absolute directory of a kind in `env`'s home (throws for a kind whose directory the caller chooses). */
+export function kindDir(ref: KindRef, env: Pick<HermesEnvironment, 'home'>): string {
+  const kind = getKind(ref);
+  if (kind.dir === null) throw new TypeError(`artifact kind ${kind.name} has no fixed directory`);
+  return path.join(env.home, kind.dir);
+}
+
+/**
+ * The mode this package gives a directory of `kind` it creates: the kind's mode, HERMES_HOME_MODE where
+ * the kind honours it, or null on a managed install (no explicit mode: the setgid parent and umask decide).
+ */
+export function dirModeFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed' | 'homeMode'>): number | null {
+  const kind = getKind(ref);
+  if (env.managed.managed) return null;
+  if (kind.honoursHomeMode && env.homeMode.source === 'env') return env.homeMode.mode;
+  return kind.dirMode;
+}
+
+/** The mode of a new file of `kind`: exact on unmanaged installs, umask-derived where the kind says so when managed. */
+export function fileModeFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed' | 'umask'>): number {
+  const rule = getKind(ref).file;
+  if (!env.managed.managed) return rule.mode;
+  return rule.managedMode === 'umask' ? 0o666 & ~env.umask : rule.managedMode;
+}
+
+/**
+ * Picks the final mode of a written file: an explicit mode wins; otherwise an existing file keeps its
+ * permission bits (unless the kind re-tightens on overwrite); otherwise the kind's mode. Setuid, setgid and
+ * sticky bits are never carried over from an existing file.
+ */
+export function selectFileMode(input: {
+  explicit?: number | undefined;
+  existing?: number | undefined;
+  kindMode: number;
+  retighten: boolean;
+}): number {
+  if (input.explicit !== undefined) return input.explicit & 0o7777;
+  if (input.existing !== undefined && !input.retighten) return input.existing & 0o777;
+  return input.kindMode;
+}
+
+/** `0o2770` → `"2770"`, `0o600` → `"0600"`: the four-digit octal form used in tables and reports. */
+export function formatMode(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
