@@ -30,10 +30,12 @@ export function base({ tsconfigRootDir }) {
       files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
       ...tseslint.configs.disableTypeChecked,
       languageOptions: {
+        ...tseslint.configs.disableTypeChecked.languageOptions,
         globals: {
           process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly',
           setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly',
           performance: 'readonly', structuredClone: 'readonly', AbortController: 'readonly',
+          SharedArrayBuffer: 'readonly', Atomics: 'readonly', Int32Array: 'readonly',
         },
       },
     },

@@ -109,16 +109,30 @@ function* writeRecordPlan(fd: number, file: string, record: Uint8Array, sync: bo
   // One write(2) per record: with O_APPEND the kernel places it whole at the end, so concurrent
   // writers never interleave inside a line.
   const n = yield* op('write', file, 'write', fd, record, 0, record.length);
-  if (n !== record.length) {
-    throw new FsPolicyError({
-      code: 'ESHORT_WRITE',
-      step: 'short-write',
-      path: file,
-      message: `short append to ${file}: ${n} of ${record.length} bytes written; the last line is incomplete`,
-    });
+  if (n === record.length) {
+    if (sync) yield* op('fsync', file, 'fsync', fd);
+    return n;
   }
-  if (sync) yield* op('fsync', file, 'fsync', fd);
-  return n;
+  // A short count: the device refused the rest, and libuv drops the errno after partial progress.
+  // Writing the rest once more yields that errno; then our partial bytes (the file's tail) are cut off
+  // so the file keeps only whole lines.
+  let failure: FsPolicyError | undefined;
+  let extra = 0;
+  try {
+    extra = yield* call('write', file, 'write', fd, record, n, record.length - n);
+  } catch (err) {
+    failure = toPolicyError(err, 'write', file, `append to ${file}`);
+  }
+  const st = yield* op('short-write', file, 'fstat', fd);
+  yield* op('short-write', file, 'ftruncate', fd, Math.max(0, st.size - n - extra));
+  throw new FsPolicyError({
+    code: failure?.code ?? 'ESHORT_WRITE',
+    step: failure === undefined ? 'short-write' : 'write',
+    path: file,
+    message: `append to ${file} failed after ${n} of ${record.length} bytes (${failure?.message ?? 'short write'}); the partial record was removed`,
+    ...(failure?.errno === undefined ? {} : { errno: failure.errno }),
+    cause: failure,
+  });
 }
 
 function* appendOncePlan(file: string, record: Uint8Array, options: AppendOptions, env: HermesEnvironment): Plan<AppendResult> {

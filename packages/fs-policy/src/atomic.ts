@@ -311,9 +311,9 @@ export interface AtomicJsonOptions extends AtomicWriteOptions {
  * touches nothing), then writes it as {@link atomicWrite} does, ending with a newline.
  */
 export function serializeJson(value: unknown, target: string, options: Pick<AtomicJsonOptions, 'indent' | 'replacer'> = {}): Buffer {
-  let text: string | undefined;
+  let text: unknown;
   try {
-    text = JSON.stringify(value, options.replacer, options.indent ?? 2) as string | undefined;
+    text = JSON.stringify(value, options.replacer, options.indent ?? 2);
   } catch (err) {
     throw new FsPolicyError({
       code: 'ESERIALIZE',
@@ -323,7 +323,7 @@ export function serializeJson(value: unknown, target: string, options: Pick<Atom
       cause: err,
     });
   }
-  if (text === undefined) {
+  if (typeof text !== 'string') {
     throw new FsPolicyError({
       code: 'ESERIALIZE',
       step: 'serialize',

@@ -10,12 +10,22 @@ export interface FsPolicyLogger {
   error(message: string, fields?: LogFields): void;
 }
 
+function formatValue(v: unknown): string {
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  try {
+    const text: unknown = JSON.stringify(v);
+    return typeof text === 'string' ? text : 'undefined';
+  } catch {
+    return '[unserialisable]';
+  }
+}
+
 function formatFields(fields: LogFields | undefined): string {
   if (fields === undefined) return '';
   const parts: string[] = [];
   for (const [k, v] of Object.entries(fields)) {
     if (v === undefined) continue;
-    parts.push(`${k}=${typeof v === 'string' ? JSON.stringify(v) : String(v)}`);
+    parts.push(`${k}=${formatValue(v)}`);
   }
   return parts.length > 0 ? ` ${parts.join(' ')}` : '';
 }

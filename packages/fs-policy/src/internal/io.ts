@@ -8,22 +8,23 @@ import { promisify } from 'node:util';
 import type { FsStep } from '../errors.js';
 
 export interface Ops {
-  lstat(path: string): fs.Stats;
-  stat(path: string): fs.Stats;
-  mkdir(path: string, mode: number): void;
-  open(path: string, flags: number, mode: number): number;
-  write(fd: number, buffer: Uint8Array, offset: number, length: number): number;
-  fchmod(fd: number, mode: number): void;
-  fchown(fd: number, uid: number, gid: number): void;
-  fstat(fd: number): fs.Stats;
-  fsync(fd: number): void;
-  close(fd: number): void;
-  link(existing: string, created: string): void;
-  rename(from: string, to: string): void;
-  unlink(path: string): void;
-  readlink(path: string): string;
-  realpath(path: string): string;
-  readdir(path: string): fs.Dirent[];
+  lstat: (path: string) => fs.Stats;
+  stat: (path: string) => fs.Stats;
+  mkdir: (path: string, mode: number) => void;
+  open: (path: string, flags: number, mode: number) => number;
+  write: (fd: number, buffer: Uint8Array, offset: number, length: number) => number;
+  fchmod: (fd: number, mode: number) => void;
+  fchown: (fd: number, uid: number, gid: number) => void;
+  fstat: (fd: number) => fs.Stats;
+  fsync: (fd: number) => void;
+  ftruncate: (fd: number, length: number) => void;
+  close: (fd: number) => void;
+  link: (existing: string, created: string) => void;
+  rename: (from: string, to: string) => void;
+  unlink: (path: string) => void;
+  readlink: (path: string) => string;
+  realpath: (path: string) => string;
+  readdir: (path: string) => fs.Dirent[];
 }
 
 export type OpName = keyof Ops;
@@ -66,6 +67,9 @@ const syncOps: Ops = {
   fsync: (fd) => {
     fs.fsyncSync(fd);
   },
+  ftruncate: (fd, length) => {
+    fs.ftruncateSync(fd, length);
+  },
   close: (fd) => {
     fs.closeSync(fd);
   },
@@ -91,6 +95,7 @@ const pFchown = promisify(fs.fchown);
 const pFstat = promisify(fs.fstat);
 const pFsync = promisify(fs.fsync);
 const pClose = promisify(fs.close);
+const pFtruncate = promisify(fs.ftruncate);
 const pOpen = promisify(fs.open);
 
 const asyncOps: AsyncOps = {
@@ -105,6 +110,7 @@ const asyncOps: AsyncOps = {
   fchown: (fd, uid, gid) => pFchown(fd, uid, gid),
   fstat: (fd) => pFstat(fd),
   fsync: (fd) => pFsync(fd),
+  ftruncate: (fd, length) => pFtruncate(fd, length),
   close: (fd) => pClose(fd),
   link: (a, b) => fs.promises.link(a, b),
   rename: (a, b) => fs.promises.rename(a, b),

@@ -1,0 +1,60 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isRoot, tempRoot } from '@hermes/test-utils';
+import { atomicWriteSync, FsPolicyError, loadEnvironment, privateAppend, setLogger, silentLogger } from '../src/index.js';
+
+setLogger(silentLogger);
+
+function caught(fn: () => unknown): FsPolicyError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof FsPolicyError) return e;
+    throw e;
+  }
+  throw new Error('expected an FsPolicyError');
+}
+
+// A real 64 KiB tmpfs: the device fills up for real.
+describe.skipIf(!isRoot)('disk full (root only: 64 KiB tmpfs)', () => {
+  let mnt: string;
+  beforeAll(() => {
+    mnt = path.join(tempRoot(), 'tmpfs');
+    fs.mkdirSync(mnt);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0700', 'tmpfs', mnt]);
+  });
+  afterAll(() => {
+    spawnSync('umount', [mnt]);
+  });
+
+  it('atomic write fails with a typed ENOSPC, the original is intact, no temp file remains', () => {
+    const env = loadEnvironment({ home: mnt, env: { HERMES_MANAGED: 'false' } });
+    const dir = path.join(mnt, 'pending_messages');
+    const f = path.join(dir, 'p.json');
+    atomicWriteSync(f, 'original', { kind: 'pending-messages', env });
+    const e = caught(() => atomicWriteSync(f, Buffer.alloc(200 * 1024, 0x61), { kind: 'pending-messages', env }));
+    expect(e.code).toBe('ENOSPC');
+    expect(e.step).toBe('write');
+    expect(e.hint).toContain('full');
+    expect(fs.readFileSync(f, 'utf8')).toBe('original');
+    expect(fs.readdirSync(dir)).toEqual(['p.json']);
+  });
+
+  it('append fails with a typed ENOSPC and the original lines are intact', async () => {
+    const env = loadEnvironment({ home: mnt, env: { HERMES_MANAGED: 'false' } });
+    const f = path.join(mnt, 'trajectories', 't.jsonl');
+    await privateAppend(f, '{"line":1}\n', { kind: 'trajectories', env });
+    let err: unknown;
+    try {
+      await privateAppend(f, `${JSON.stringify({ big: 'b'.repeat(200 * 1024) })}\n`, { kind: 'trajectories', env });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(FsPolicyError);
+    expect((err as FsPolicyError).code).toBe('ENOSPC');
+    expect(fs.readFileSync(f, 'utf8')).toBe('{"line":1}\n');
+    expect(fs.readdirSync(path.dirname(f))).toEqual(['t.jsonl']);
+  });
+});

@@ -1,0 +1,107 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { modeOf, tempRoot } from '@hermes/test-utils';
+import {
+  ensureFileSync,
+  ensureHermesHome,
+  ensureHermesHomeSync,
+  loadEnvironment,
+  reconcileDir,
+  reconcileDirSync,
+  setLogger,
+  silentLogger,
+} from '../src/index.js';
+
+setLogger(silentLogger);
+
+const SUBDIRS = ['audio_cache', 'cron', 'hooks', 'image_cache', 'logs', 'memories', 'pairing', 'sessions', 'skills'];
+
+describe('ensureHermesHome', () => {
+  it('unmanaged: creates the home and standard subdirs 0700 and tightens an existing 0755 home', async () => {
+    const home = path.join(tempRoot(), 'h');
+    fs.mkdirSync(home, { mode: 0o755 });
+    fs.chmodSync(home, 0o755);
+    const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false' } });
+    const r = await ensureHermesHome({ env });
+    expect(r.managed).toBe(false);
+    expect(r.created.map((p) => path.basename(p)).sort()).toEqual(SUBDIRS);
+    expect(r.reconciled).toHaveLength(1);
+    expect(r.reconciled[0]).toMatchObject({ path: home, action: 'changed', before: 0o755, after: 0o700 });
+    expect(modeOf(home)).toBe('0700');
+    for (const d of SUBDIRS) expect(modeOf(path.join(home, d)), d).toBe('0700');
+  });
+
+  it('unmanaged with HERMES_HOME_MODE=0701: home-mode kinds get 0701', () => {
+    const home = path.join(tempRoot(), 'h');
+    const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false', HERMES_HOME_MODE: '0701' } });
+    ensureHermesHomeSync({ env });
+    expect(modeOf(home)).toBe('0701');
+    expect(modeOf(path.join(home, 'sessions'))).toBe('0701');
+  });
+
+  it('managed: required subdirs must pre-exist and nothing is chmodded', () => {
+    const home = path.join(tempRoot(), 'h');
+    fs.mkdirSync(home);
+    fs.chmodSync(home, 0o2770);
+    const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'nixos' }, umask: 0o007 });
+    expect(() => ensureHermesHomeSync({ env })).toThrow(expect.objectContaining({ code: 'EMANAGED_MISSING', path: path.join(home, 'cron') }) as Error);
+    for (const d of ['cron', 'sessions', 'logs', 'memories']) {
+      fs.mkdirSync(path.join(home, d));
+      fs.chmodSync(path.join(home, d), d === 'logs' ? 0o700 : 0o2770);
+    }
+    const r = ensureHermesHomeSync({ env });
+    expect(r.managed).toBe(true);
+    expect(r.reconciled).toEqual([]);
+    expect(modeOf(path.join(home, 'logs'))).toBe('0700'); // a legacy 0700 is the operator's to repair
+    expect(fs.existsSync(path.join(home, 'pairing'))).toBe(false);
+    expect(fs.statSync(path.join(home, 'logs', 'curator')).isDirectory()).toBe(true);
+  });
+
+  it('never resurrects a deleted named profile', () => {
+    const root = tempRoot();
+    const env = loadEnvironment({ home: root, profile: 'work', env: { HERMES_MANAGED: 'false' } });
+    expect(() => ensureHermesHomeSync({ env })).toThrow(expect.objectContaining({ code: 'EPROFILE_MISSING' }) as Error);
+    expect(fs.existsSync(path.join(root, 'profiles'))).toBe(false);
+  });
+});
+
+describe('reconcileDir', () => {
+  it('runtime never touches a managed directory; the operator widens a legacy 0700 to 2770', async () => {
+    const dir = path.join(tempRoot(), 'logs');
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const env = loadEnvironment({ home: path.dirname(dir), env: { HERMES_MANAGED: 'nixos' }, umask: 0o007 });
+    expect(reconcileDirSync(dir, 'logs', { env })).toMatchObject({ action: 'none', expected: null });
+    expect(modeOf(dir)).toBe('0700');
+    expect(await reconcileDir(dir, 'logs', { env, operator: true, dryRun: true })).toMatchObject({ action: 'would-change', expected: 0o2770 });
+    expect(modeOf(dir)).toBe('0700');
+    expect(reconcileDirSync(dir, 'logs', { env, operator: true })).toMatchObject({ action: 'changed', before: 0o700, after: 0o2770 });
+    expect(modeOf(dir)).toBe('2770');
+  });
+
+  it('leaves links alone and reports it', () => {
+    const root = tempRoot();
+    fs.mkdirSync(path.join(root, 'target'), { mode: 0o755 });
+    fs.symlinkSync(path.join(root, 'target'), path.join(root, 'logs'));
+    const env = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'false' } });
+    const r = reconcileDirSync(path.join(root, 'logs'), 'logs', { env });
+    expect(r.action).toBe('left');
+    expect(r.warnings[0]).toContain('symbolic link');
+    expect(modeOf(path.join(root, 'target'))).toBe('0755');
+  });
+});
+
+describe('ensureFile', () => {
+  it('creates with the kind mode exactly and leaves an existing file alone', () => {
+    const root = tempRoot();
+    const env = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'nixos' }, umask: 0o007 });
+    const r = ensureFileSync(path.join(root, 'state.db'), { kind: 'state-db', env });
+    expect(r).toMatchObject({ created: true, mode: 0o660 });
+    expect(modeOf(path.join(root, 'state.db'))).toBe('0660');
+    fs.chmodSync(path.join(root, 'state.db'), 0o640);
+    expect(ensureFileSync(path.join(root, 'state.db'), { kind: 'state-db', env })).toMatchObject({ created: false, mode: 0o640 });
+    const env2 = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'false' } });
+    ensureFileSync(path.join(root, 'other.db'), { kind: 'state-db', env: env2 });
+    expect(modeOf(path.join(root, 'other.db'))).toBe('0600');
+  });
+});
