@@ -48,8 +48,9 @@ export class ConfigError extends Error {
   readonly keyPath: string;
   readonly value: unknown;
   readonly expected: string;
-  readonly line?: number;
-  readonly column?: number;
+  /** Present only when known (never an own property holding `undefined`). */
+  declare readonly line?: number;
+  declare readonly column?: number;
 
   constructor(file: string, issues: readonly [ConfigIssue, ...ConfigIssue[]], options?: { cause?: unknown }) {
     const first = issues[0];

@@ -140,13 +140,16 @@ const traceDir = z.preprocess(
 );
 
 function privacyFilterKey(keyPath: readonly string[], warn: WarnSink) {
-  return z
-    .union([z.string(), z.number(), z.boolean(), z.null(), z.undefined()], { error: EXPECTED.privacyFilter })
-    .transform((value): PrivacyFilter => {
-      const read = coercePrivacyFilter(value);
-      if (read.note !== null) warn(keyPath, read.note);
-      return read.mode;
-    });
+  return z.preprocess(
+    nullAsUnset,
+    z
+      .union([z.string(), z.number(), z.boolean(), z.undefined()], { error: EXPECTED.privacyFilter })
+      .transform((value): PrivacyFilter => {
+        const read = coercePrivacyFilter(value);
+        if (read.note !== null) warn(keyPath, read.note);
+        return read.mode;
+      }),
+  );
 }
 
 /**
