@@ -42,33 +42,30 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
   const target = path.resolve(file);
   const warnings: string[] = [];
   let createdDirs: readonly string[] = [];
-  if (options.createParents !== false) {
-    const dir = yield* secureMkdirPlan(path.dirname(target), kind, env, options.root);
-    createdDirs = dir.created;
-    warnings.push(...dir.warnings);
-  }
   const mode = fileModeFor(kind, env);
-  let fd: number;
-  let created = true;
-  try {
-    fd = yield* call('open', target, 'open', target, O.WRONLY | O.APPEND | O.CREAT | O.EXCL | O.NOFOLLOW, mode);
-  } catch (err) {
-    if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `open ${target} for append`);
-    created = false;
-    try {
-      fd = yield* call('open', target, 'open', target, O.WRONLY | O.APPEND | O.NOFOLLOW, 0);
-    } catch (err2) {
-      if (errnoCode(err2) === 'ELOOP') {
-        throw new FsPolicyError({
-          code: 'ESYMLINK',
-          step: 'open',
-          path: target,
-          message: `refusing to append to ${target}: it is a symbolic link`,
-          cause: err2,
-        });
-      }
-      throw toPolicyError(err2, 'open', target, `open ${target} for append`);
+  // O_NONBLOCK: a FIFO planted under the artifact's name fails (ENXIO) instead of hanging the agent;
+  // it changes nothing for regular files.
+  const existingFlags = O.WRONLY | O.APPEND | O.NOFOLLOW | O.NONBLOCK;
+  let fd: number | undefined;
+  let created = false;
+  // The common case first: the file exists. Its directory chain was secured when it was created.
+  fd = yield* openExisting(target, existingFlags, true);
+  if (fd === undefined) {
+    if (options.createParents !== false) {
+      const dir = yield* secureMkdirPlan(path.dirname(target), kind, env, options.root);
+      createdDirs = dir.created;
+      warnings.push(...dir.warnings);
     }
+    try {
+      fd = yield* call('open', target, 'open', target, O.WRONLY | O.APPEND | O.CREAT | O.EXCL | O.NOFOLLOW, mode);
+      created = true;
+    } catch (err) {
+      if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `open ${target} for append`);
+      fd = yield* openExisting(target, existingFlags, false); // another writer created it first
+    }
+  }
+  if (fd === undefined) {
+    throw new FsPolicyError({ code: 'ENOENT', step: 'open', path: target, message: `${target} vanished while opening it for append` });
   }
   try {
     const st = yield* op('open', target, 'fstat', fd);
@@ -101,6 +98,35 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
   } catch (err) {
     yield* bestEffort(warnings, 'close', target, 'close', fd);
     throw err;
+  }
+}
+
+/** Opens an existing file for append; undefined when it does not exist (and `missingOk`). */
+function* openExisting(target: string, flags: number, missingOk: boolean): Plan<number | undefined> {
+  try {
+    return yield* call('open', target, 'open', target, flags, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' && missingOk) return undefined;
+    if (code === 'ELOOP') {
+      throw new FsPolicyError({
+        code: 'ESYMLINK',
+        step: 'open',
+        path: target,
+        message: `refusing to append to ${target}: it is a symbolic link`,
+        cause: err,
+      });
+    }
+    if (code === 'ENXIO') {
+      throw new FsPolicyError({
+        code: 'ENOTREGULAR',
+        step: 'open',
+        path: target,
+        message: `refusing to append to ${target}: not a regular file (a FIFO or socket)`,
+        cause: err,
+      });
+    }
+    throw toPolicyError(err, 'open', target, `open ${target} for append`);
   }
 }
 

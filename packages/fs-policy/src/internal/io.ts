@@ -190,4 +190,5 @@ export const O = {
   TRUNC: fs.constants.O_TRUNC,
   NOFOLLOW: (fs.constants as Partial<typeof fs.constants>).O_NOFOLLOW ?? 0,
   DIRECTORY: (fs.constants as Partial<typeof fs.constants>).O_DIRECTORY ?? 0,
+  NONBLOCK: (fs.constants as Partial<typeof fs.constants>).O_NONBLOCK ?? 0,
 } as const;
