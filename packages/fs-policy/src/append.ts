@@ -3,7 +3,7 @@ import { currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { bestEffort, op } from './internal/steps.js';
-import { serializeJson } from './atomic.js';
+import { serializeJsonText } from './atomic.js';
 import { secureMkdirPlan } from './mkdir.js';
 import { fileModeFor, getKind, type KindRef } from './registry.js';
 
@@ -165,8 +165,14 @@ function* appendOncePlan(file: string, record: Uint8Array, options: AppendOption
   const opened = yield* openAppendPlan(file, options, env);
   try {
     const bytes = yield* writeRecordPlan(opened.fd, opened.path, record, options.fsync === true);
-    const { fd: _fd, ...info } = opened;
-    return { ...info, bytes };
+    return {
+      path: opened.path,
+      created: opened.created,
+      mode: opened.mode,
+      createdDirs: opened.createdDirs,
+      warnings: opened.warnings,
+      bytes,
+    };
   } finally {
     yield* bestEffort([], 'close', opened.path, 'close', opened.fd);
   }
@@ -178,8 +184,12 @@ function encode(record: string | Uint8Array): Uint8Array {
 
 /** One JSON value as one line (serialised before any I/O). */
 export function jsonLine(value: unknown, file: string): Buffer {
-  const buf = serializeJson(value, file, { indent: 0 });
-  return buf;
+  return Buffer.from(jsonText(value, file), 'utf8');
+}
+
+/** One JSON value as one line of text, or ESERIALIZE. */
+function jsonText(value: unknown, file: string): string {
+  return serializeJsonText(value, file, { indent: 0 });
 }
 
 /**
@@ -208,67 +218,126 @@ export function appendJsonLineSync(file: string, value: unknown, options: Append
   return privateAppendSync(file, jsonLine(value, file), options);
 }
 
-/** An open append-only file for hot paths: the same guarantees as privateAppend without an open per record. */
+/**
+ * An open append-only file for hot paths: the same guarantees as privateAppend without an open per record.
+ * Async appends issued together (in the same turn of the event loop, or while a write is in flight) are
+ * group-committed: written in call order by one write(2) — still whole lines, never interleaved with other
+ * writers — and each promise settles only after its own record is on the file (fsynced with `fsync`).
+ */
 export interface AppendHandle extends AppendOpenInfo {
   append(record: string | Uint8Array): Promise<number>;
   appendSync(record: string | Uint8Array): number;
   appendJson(value: unknown): Promise<number>;
   appendJsonSync(value: unknown): number;
-  /** fsync what was appended so far. */
+  /** fsync what was appended so far (after pending async appends). */
   sync(): Promise<void>;
   syncSync(): void;
+  /** Waits for pending async appends, then closes. */
   close(): Promise<void>;
   closeSync(): void;
   readonly closed: boolean;
 }
 
+/** Upper bound of one group commit, so a burst never builds one huge buffer. */
+const GROUP_COMMIT_BYTES = 1 << 20;
+
+interface Pending {
+  /** Kept as a string until the batch is written: one encode per batch instead of one per record. */
+  rec: string | Uint8Array;
+  bytes: number;
+  resolve: (n: number) => void;
+  reject: (err: unknown) => void;
+}
+
 function makeHandle(opened: Opened, options: AppendOptions): AppendHandle {
-  const { fd, ...info } = opened;
+  const fd = opened.fd;
+  const file = opened.path;
   const perRecordSync = options.fsync === true;
   let closed = false;
+  const queue: Pending[] = [];
+  let draining: Promise<void> | undefined;
   const ensureOpen = (): void => {
     if (closed) {
-      throw new FsPolicyError({ code: 'EBADF', step: 'write', path: info.path, message: `append handle for ${info.path} is closed` });
+      throw new FsPolicyError({ code: 'EBADF', step: 'write', path: file, message: `append handle for ${file} is closed` });
     }
   };
+  const drain = async (): Promise<void> => {
+    await Promise.resolve(); // let appends issued in this turn join the first batch
+    while (queue.length > 0) {
+      let bytes = 0;
+      let count = 0;
+      while (count < queue.length && (count === 0 || bytes + (queue[count]?.bytes ?? 0) <= GROUP_COMMIT_BYTES)) {
+        bytes += queue[count]?.bytes ?? 0;
+        count++;
+      }
+      const batch = queue.splice(0, count);
+      const data = batch.every((b) => typeof b.rec === 'string')
+        ? Buffer.from(batch.map((b) => b.rec as string).join(''), 'utf8')
+        : Buffer.concat(batch.map((b) => encode(b.rec)));
+      try {
+        await runAsync(writeRecordPlan(fd, file, data, perRecordSync));
+        for (const b of batch) b.resolve(b.bytes);
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+    draining = undefined;
+  };
+  const enqueue = (rec: string | Uint8Array): Promise<number> => {
+    ensureOpen();
+    const bytes = typeof rec === 'string' ? Buffer.byteLength(rec, 'utf8') : rec.length;
+    if (bytes === 0) return Promise.resolve(0);
+    return new Promise<number>((resolve, reject) => {
+      queue.push({ rec, bytes, resolve, reject });
+      draining ??= drain();
+    });
+  };
   return {
-    ...info,
+    path: opened.path,
+    created: opened.created,
+    mode: opened.mode,
+    createdDirs: opened.createdDirs,
+    warnings: opened.warnings,
     get closed() {
       return closed;
     },
-    async append(record) {
-      ensureOpen();
-      return runAsync(writeRecordPlan(fd, info.path, encode(record), perRecordSync));
+    append(record) {
+      return enqueue(record);
     },
     appendSync(record) {
       ensureOpen();
-      return runSync(writeRecordPlan(fd, info.path, encode(record), perRecordSync));
+      return runSync(writeRecordPlan(fd, file, encode(record), perRecordSync));
     },
-    async appendJson(value) {
-      ensureOpen();
-      return runAsync(writeRecordPlan(fd, info.path, jsonLine(value, info.path), perRecordSync));
+    appendJson(value) {
+      try {
+        return enqueue(jsonText(value, file));
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
     },
     appendJsonSync(value) {
       ensureOpen();
-      return runSync(writeRecordPlan(fd, info.path, jsonLine(value, info.path), perRecordSync));
+      return runSync(writeRecordPlan(fd, file, jsonLine(value, file), perRecordSync));
     },
     async sync() {
       ensureOpen();
-      await runAsync(op('fsync', info.path, 'fsync', fd));
+      await draining;
+      await runAsync(op('fsync', file, 'fsync', fd));
     },
     syncSync() {
       ensureOpen();
-      runSync(op('fsync', info.path, 'fsync', fd));
+      runSync(op('fsync', file, 'fsync', fd));
     },
     async close() {
       if (closed) return;
+      await draining;
       closed = true;
-      await runAsync(op('close', info.path, 'close', fd));
+      await runAsync(op('close', file, 'close', fd));
     },
     closeSync() {
       if (closed) return;
       closed = true;
-      runSync(op('close', info.path, 'close', fd));
+      runSync(op('close', file, 'close', fd));
     },
   };
 }

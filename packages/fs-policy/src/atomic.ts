@@ -311,6 +311,15 @@ export interface AtomicJsonOptions extends AtomicWriteOptions {
  * touches nothing), then writes it as {@link atomicWrite} does, ending with a newline.
  */
 export function serializeJson(value: unknown, target: string, options: Pick<AtomicJsonOptions, 'indent' | 'replacer'> = {}): Buffer {
+  return Buffer.from(serializeJsonText(value, target, options), 'utf8');
+}
+
+/** {@link serializeJson} as text (with the trailing newline). */
+export function serializeJsonText(
+  value: unknown,
+  target: string,
+  options: Pick<AtomicJsonOptions, 'indent' | 'replacer'> = {},
+): string {
   let text: unknown;
   try {
     text = JSON.stringify(value, options.replacer, options.indent ?? 2);
@@ -331,7 +340,7 @@ export function serializeJson(value: unknown, target: string, options: Pick<Atom
       message: `cannot serialise value for ${target}: JSON has no representation for ${typeof value}`,
     });
   }
-  return Buffer.from(`${text}\n`, 'utf8');
+  return `${text}\n`;
 }
 
 /** Atomic JSON write; see {@link atomicWrite} and {@link serializeJson}. */

@@ -61,6 +61,37 @@ describe('private append', () => {
   });
 });
 
+describe('append handle group commit', () => {
+  it('concurrent async appends land whole and in call order, each promise after its write', async () => {
+    const env = tempEnv();
+    const f = path.join(env.home, 'trajectories', 'g.jsonl');
+    const h = await openAppendHandle(f, { kind: 'trajectories', env });
+    const sizes = await Promise.all(Array.from({ length: 3000 }, (_, i) => h.appendJson({ i, pad: 'p'.repeat(i % 700) })));
+    expect(sizes[0]).toBe(17);
+    await h.close();
+    const lines = fs.readFileSync(f, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(3000);
+    expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+  });
+
+  it('a failed batch rejects every append in it and leaves no partial line', async () => {
+    const env = tempEnv();
+    const f = path.join(env.home, 'trajectories', 'g.jsonl');
+    const h = await openAppendHandle(f, { kind: 'trajectories', env });
+    await h.append('{"kept":1}\n');
+    const { setFaultHook } = await import('../src/internal/io.js');
+    setFaultHook((req) => {
+      if (req.op === 'write') throw Object.assign(new Error('EIO'), { code: 'EIO' });
+      return undefined;
+    });
+    const results = await Promise.allSettled([h.append('{"a":1}\n'), h.appendJson({ b: 2 })]);
+    setFaultHook(undefined);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    await h.close();
+    expect(fs.readFileSync(f, 'utf8')).toBe('{"kept":1}\n');
+  });
+});
+
 function waitAll(children: ReturnType<typeof spawnNode>[]): Promise<number[]> {
   return Promise.all(
     children.map(

@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// pnpm bench: every case, warm-up + repeated interleaved samples, median and spread, ratio against the
+// baseline measured in the same run. Not part of pnpm test.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { primitiveCases } from './cases-primitives.mjs';
+
+const args = new Set(process.argv.slice(2));
+const json = args.has('--json');
+const quick = args.has('--quick');
+const samples = quick ? 3 : 9;
+const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-bench-'));
+const results = [];
+try {
+  const groups = [['primitives', () => primitiveCases(path.join(work, 'p'), { samples })]];
+  for (const [name, run] of groups) {
+    if (only && !only.some((o) => name.startsWith(o) || o.startsWith('B'))) continue;
+    const rs = await run();
+    for (const r of rs) if (!only || only.includes(r.id) || only.includes(name)) results.push(r);
+  }
+} finally {
+  fs.rmSync(work, { recursive: true, force: true });
+}
+
+function verdict(r) {
+  if (r.target.op === '<=') return r.ratio <= r.target.ratio;
+  if (r.target.op === '>=faster') return 1 / r.ratio >= r.target.ratio;
+  return false;
+}
+function targetText(r) {
+  return r.target.op === '<=' ? `<= ${r.target.ratio}x` : `>= ${r.target.ratio}x faster`;
+}
+function fmt(ms) {
+  return ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(1)} us`;
+}
+
+if (json) {
+  process.stdout.write(`${JSON.stringify({ node: process.version, cpus: os.cpus().length, results }, null, 2)}\n`);
+} else {
+  console.log(`node ${process.version}, ${os.cpus().length} cpus, ${os.cpus()[0]?.model ?? 'unknown cpu'}; ${samples} samples per side`);
+  console.log('| case | ours (median ± IQR) | baseline (median ± IQR) | ratio | target | met |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of results) {
+    const ratio = r.target.op === '>=faster' ? `${(1 / r.ratio).toFixed(2)}x faster` : `${r.ratio.toFixed(3)}x`;
+    console.log(
+      `| ${r.id} ${r.title} | ${r.ours.name}: ${fmt(r.ours.medianMs)} ±${(r.ours.spread * 100).toFixed(0)}% | ${r.baseline.name}: ${fmt(r.baseline.medianMs)} ±${(r.baseline.spread * 100).toFixed(0)}% | ${ratio} | ${targetText(r)} | ${verdict(r) ? 'yes' : 'MISSED'} |`,
+    );
+    for (const extra of r.notes ?? []) console.log(`|  | ${extra} | | | | |`);
+  }
+}
