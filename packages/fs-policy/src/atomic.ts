@@ -146,27 +146,27 @@ export function* atomicWritePlan(
   let tmpExists = false;
   let committed = false;
   try {
-    fd = yield* op('open', tmp, 'open', tmp, O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
+    fd = yield* op('open', real, 'open', tmp, O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
     tmpExists = true;
     let offset = 0;
     while (offset < data.length) {
-      const n = yield* op('write', tmp, 'write', fd, data, offset, data.length - offset);
+      const n = yield* op('write', real, 'write', fd, data, offset, data.length - offset);
       if (n <= 0) {
         throw new FsPolicyError({
           code: 'ESHORT_WRITE',
           step: 'short-write',
-          path: tmp,
-          message: `short write to ${tmp}: ${offset} of ${data.length} bytes accepted`,
+          path: real,
+          message: `short write to ${tmp} (for ${real}): ${offset} of ${data.length} bytes accepted`,
         });
       }
       offset += n;
     }
-    yield* op('fchmod', tmp, 'fchmod', fd, finalMode);
+    yield* op('fchmod', real, 'fchmod', fd, finalMode);
     yield* applyOwner(fd, tmp, existing, kind.ownership, env, warnings);
-    yield* op('fsync', tmp, 'fsync', fd);
+    yield* op('fsync', real, 'fsync', fd);
     const closing = fd;
     fd = undefined;
-    yield* op('close', tmp, 'close', closing);
+    yield* op('close', real, 'close', closing);
 
     let backup: string | undefined;
     if (options.overwrite === false) {

@@ -135,7 +135,7 @@ export function hintFor(code: string, path: string, uid: number, gid: number): s
     case 'EDANGLING_LINK':
       return `restore the mount or repair the link target of ${path}; Hermes does not create a missing link target.`;
     case 'ESERIALIZE':
-      return `the value could not be serialised to JSON (circular, BigInt or non-finite data); nothing was written.`;
+      return `the value could not be serialised to JSON (a circular reference, a BigInt, or a value JSON cannot represent); nothing was written.`;
     case 'ESHORT_WRITE':
       return `the device accepted only part of the data for ${path}; check free space and the filesystem, then retry.`;
     case 'EMANAGED_MISSING':
