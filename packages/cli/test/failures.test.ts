@@ -160,11 +160,12 @@ describe.skipIf(!isRoot)('an unwritable sessions/saved/ (0500), as a real non-ro
         const { error } = lastJson<ChildError>(r);
         expect([error.saveError, error.code, error.causeName, error.causeCode]).toEqual([true, 'EACCES', 'FsPolicyError', 'EACCES']);
         expect(error.line).toBe(`(x_x) Failed to save: ${error.reason}`);
-        // The snapshot's path first (fs-policy's line names the temp file), then what failed, as whom, and the fix.
+        // fs-policy's line names the snapshot (and the temp file it could not create), as whom, and the fix.
         const target = name === undefined ? undefined : path.join(saved, name);
-        if (target !== undefined) expect(error.reason.startsWith(`${target}: open ${saved}/.prev.json.`)).toBe(true);
+        if (target !== undefined) expect(error.reason.startsWith(`open ${target} failed: EACCES: permission denied, open '${saved}/.prev.json.`)).toBe(true);
+        if (target !== undefined) expect(error.reason).toContain(`[EACCES at open: ${target}]`);
         expect(error.reason).toContain(`EACCES: permission denied`);
-        expect(error.reason).toContain(`(uid ${uid}, gid ${gid}). Fix: uid ${uid} (gid ${gid}) may not write to ${saved}/.`);
+        expect(error.reason).toContain(`(uid ${uid}, gid ${gid}). Fix: uid ${uid} (gid ${gid}) may not write to ${saved}/`);
         expect(fs.readFileSync(prev, 'utf8')).toBe(PREVIOUS);
         expect(ls(saved)).toEqual(['prev.json']);
       });
