@@ -48,14 +48,15 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
   const existingFlags = O.WRONLY | O.APPEND | O.NOFOLLOW | O.NONBLOCK;
   let fd: number | undefined;
   let created = false;
-  // The common case first: the file exists. Its directory chain was secured when it was created.
+  // The directory chain is checked on every open (a link that leads out of the root is refused even when
+  // the file already exists there); the check costs one lstat per level below the root.
+  if (options.createParents !== false) {
+    const dir = yield* secureMkdirPlan(path.dirname(target), kind, env, options.root);
+    createdDirs = dir.created;
+    warnings.push(...dir.warnings);
+  }
   fd = yield* openExisting(target, existingFlags, true);
   if (fd === undefined) {
-    if (options.createParents !== false) {
-      const dir = yield* secureMkdirPlan(path.dirname(target), kind, env, options.root);
-      createdDirs = dir.created;
-      warnings.push(...dir.warnings);
-    }
     try {
       fd = yield* call('open', target, 'open', target, O.WRONLY | O.APPEND | O.CREAT | O.EXCL | O.NOFOLLOW, mode);
       created = true;

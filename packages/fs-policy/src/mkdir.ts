@@ -52,6 +52,24 @@ export function* secureMkdirPlan(
   let realRoot: string | undefined;
   let finalMode = 0;
 
+  // Fast path for the common case (the directory exists, nothing in the chain below the root is a link):
+  // one lstat per level below the root, none above it.
+  if (isInside(target, root)) {
+    const st = yield* lstatOrNull(target);
+    if (st?.isDirectory() === true) {
+      let linked = false;
+      for (const level of levels(target)) {
+        if (level === target || !isInside(level, root) || level === root) continue;
+        const lst = yield* lstatOrNull(level);
+        if (lst?.isDirectory() !== true) {
+          linked = true;
+          break;
+        }
+      }
+      if (!linked) return { path: target, created, mode: st.mode & 0o7777, warnings };
+    }
+  }
+
   for (const level of levels(target)) {
     let st = yield* lstatOrNull(level);
     if (st === undefined) {

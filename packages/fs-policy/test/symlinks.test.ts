@@ -64,6 +64,16 @@ describe('symlinks', () => {
     expect(fs.readdirSync(outsideDir)).toEqual([]);
   });
 
+  it('append through a directory link that leaves the root is refused, even when the file exists there', () => {
+    const env = tempEnv();
+    const outsideDir = tempRoot();
+    fs.writeFileSync(path.join(outsideDir, 's.jsonl'), 'outside\n');
+    fs.symlinkSync(outsideDir, path.join(env.home, 'moa-traces'));
+    const e = caught(() => privateAppendSync(path.join(env.home, 'moa-traces', 's.jsonl'), 'x\n', { kind: 'moa-traces', env }));
+    expect(e.code).toBe('ESYMLINK_ESCAPE');
+    expect(fs.readFileSync(path.join(outsideDir, 's.jsonl'), 'utf8')).toBe('outside\n');
+  });
+
   it('append to a symlink is refused with a clear error', () => {
     const env = tempEnv();
     const real = path.join(env.home, 'trajectories', 'real.jsonl');
