@@ -41,10 +41,29 @@ export function scenarioEnv(s: Scenario, home: string): Record<string, string> {
   return env;
 }
 
-/** A fresh parent directory for test homes (0755 so other test uids can traverse it). */
+const createdRoots = new Set<string>();
+let cleanupInstalled = false;
+
+/**
+ * A fresh parent directory for test homes (0755 so other test uids can traverse it). Removed when the
+ * test process exits, unless HERMES_KEEP_TEST_DIRS is set (to inspect a failure).
+ */
 export function tempRoot(prefix = 'hermes-test-'): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   fs.chmodSync(dir, 0o755);
+  createdRoots.add(dir);
+  if (!cleanupInstalled && process.env.HERMES_KEEP_TEST_DIRS === undefined) {
+    cleanupInstalled = true;
+    process.on('exit', () => {
+      for (const root of createdRoots) {
+        try {
+          fs.rmSync(root, { recursive: true, force: true });
+        } catch {
+          // a root we cannot remove (e.g. a mount still busy) stays for the operator; tests are over
+        }
+      }
+    });
+  }
   return dir;
 }
 
