@@ -1,1 +1,62 @@
-export {};
+export {
+  DEFAULT_CONCURRENCY,
+  flushAgentHistory,
+  flushAgentHistorySync,
+  flushOverflow,
+  flushOverflowSync,
+  flushPending,
+  flushPendingSync,
+  spoolDroppedTranscriptMessage,
+  spoolDroppedTranscriptMessageSync,
+  type FailedEntry,
+  type FlushOptions,
+  type FlushReport,
+  type OverflowInput,
+  type PendingInput,
+  type SkippedEntry,
+  type WrittenEntry,
+} from './flush.js';
+export { jsonProblem, parseJsonTolerant } from './json.js';
+export { setGatewayLogger, stderrGatewayLogger, type GatewayLogger, type LogFields } from './log.js';
+export {
+  AGENT_HISTORY_ISSUE,
+  AGENT_HISTORY_REASON,
+  CAP_DROP_REASON,
+  PAYLOAD_KINDS,
+  PAYLOAD_SCHEMA_VERSION,
+  PENDING_FILE_PATTERN,
+  classifyPayload,
+  orderingKey,
+  processId,
+  type AgentHistoryPayload,
+  type CapDropPayload,
+  type OverflowPayload,
+  type PayloadEnvelope,
+  type PayloadKind,
+  type PendingData,
+  type PendingEvent,
+  type PendingSlotPayload,
+  type PendingValue,
+  type SpoolPayload,
+} from './payload.js';
+export {
+  recoverPending,
+  type InsertedEntry,
+  type KeptReason,
+  type RecoverOptions,
+  type RecoveryHooks,
+  type RecoveryReport,
+} from './recover.js';
+export { installShutdownHook, signalExitCode, type ShutdownHook, type ShutdownHookOptions, type ShutdownOutcome } from './shutdown.js';
+export { SPOOL_KIND, spoolLocation, type SpoolLocation, type SpoolLocationOptions } from './spool.js';
+export {
+  prune,
+  spoolStats,
+  type PruneCandidate,
+  type PruneCategory,
+  type PruneOptions,
+  type PruneReport,
+  type SpoolStats,
+  type SpoolStatsOptions,
+} from './stats.js';
+export type { RecoveredRow, RecoveryBatchEntry, RecoveryCommitOutcome, SessionStore } from './store.js';

@@ -1,0 +1,210 @@
+/**
+ * JSON as the spool needs it: a reader that also accepts Python's `NaN`, `Infinity` and `-Infinity` tokens
+ * (Python's `json.dump` writes them for non-finite floats), and a strict check run before a payload is
+ * written, so a value JSON cannot represent faithfully fails instead of being silently changed.
+ */
+
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+class Parser {
+  #i = 0;
+  constructor(private readonly text: string) {}
+
+  parseDocument(): unknown {
+    const value = this.#value();
+    this.#ws();
+    if (this.#i !== this.text.length) this.#fail('unexpected data after the JSON value');
+    return value;
+  }
+
+  #fail(what: string): never {
+    throw new SyntaxError(`${what} at position ${this.#i}`);
+  }
+
+  #ws(): void {
+    while (this.#i < this.text.length) {
+      const c = this.text.charCodeAt(this.#i);
+      if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) break;
+      this.#i++;
+    }
+  }
+
+  #literal(word: string, value: unknown): unknown {
+    if (!this.text.startsWith(word, this.#i)) this.#fail('unexpected token');
+    this.#i += word.length;
+    return value;
+  }
+
+  #value(): unknown {
+    this.#ws();
+    const c = this.text[this.#i];
+    switch (c) {
+      case '{':
+        return this.#object();
+      case '[':
+        return this.#array();
+      case '"':
+        return this.#string();
+      case 't':
+        return this.#literal('true', true);
+      case 'f':
+        return this.#literal('false', false);
+      case 'n':
+        return this.#literal('null', null);
+      case 'N':
+        return this.#literal('NaN', Number.NaN);
+      case 'I':
+        return this.#literal('Infinity', Number.POSITIVE_INFINITY);
+      case undefined:
+        return this.#fail('unexpected end of input');
+      default:
+        if (c === '-' && this.text.startsWith('-Infinity', this.#i)) {
+          return this.#literal('-Infinity', Number.NEGATIVE_INFINITY);
+        }
+        return this.#number();
+    }
+  }
+
+  #number(): number {
+    NUMBER.lastIndex = this.#i;
+    const m = NUMBER.exec(this.text);
+    if (m === null) this.#fail('unexpected token');
+    this.#i += m[0].length;
+    return Number(m[0]);
+  }
+
+  #string(): string {
+    const start = this.#i;
+    this.#i++;
+    for (;;) {
+      const c = this.text.charCodeAt(this.#i);
+      if (Number.isNaN(c)) this.#fail('unterminated string');
+      if (c === 0x22) break;
+      if (c === 0x5c) this.#i++;
+      else if (c < 0x20) this.#fail('control character in string');
+      this.#i++;
+    }
+    this.#i++;
+    // The standard parser decodes the escapes of the exact slice.
+    return JSON.parse(this.text.slice(start, this.#i)) as string;
+  }
+
+  #array(): unknown[] {
+    this.#i++;
+    const out: unknown[] = [];
+    this.#ws();
+    if (this.text[this.#i] === ']') {
+      this.#i++;
+      return out;
+    }
+    for (;;) {
+      out.push(this.#value());
+      this.#ws();
+      const c = this.text[this.#i];
+      this.#i++;
+      if (c === ']') return out;
+      if (c !== ',') this.#fail("expected ',' or ']'");
+    }
+  }
+
+  #object(): Record<string, unknown> {
+    this.#i++;
+    const out: Record<string, unknown> = {};
+    this.#ws();
+    if (this.text[this.#i] === '}') {
+      this.#i++;
+      return out;
+    }
+    for (;;) {
+      this.#ws();
+      if (this.text[this.#i] !== '"') this.#fail('expected a property name');
+      const key = this.#string();
+      this.#ws();
+      if (this.text[this.#i] !== ':') this.#fail("expected ':'");
+      this.#i++;
+      const value = this.#value();
+      // defineProperty: a "__proto__" key is data, as with JSON.parse, never a prototype change.
+      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+      this.#ws();
+      const c = this.text[this.#i];
+      this.#i++;
+      if (c === '}') return out;
+      if (c !== ',') this.#fail("expected ',' or '}'");
+    }
+  }
+}
+
+/**
+ * Parses JSON, also accepting the `NaN`, `Infinity` and `-Infinity` tokens Python writes. Standard JSON takes
+ * the fast path; only text the standard parser refuses goes through the tolerant one. Throws SyntaxError.
+ */
+export function parseJsonTolerant(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return new Parser(text).parseDocument();
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  const ctor = (value as { constructor?: { name?: unknown } }).constructor;
+  return typeof ctor?.name === 'string' ? ctor.name : 'object';
+}
+
+function isPlain(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Returns why `value` cannot be written as JSON without loss (a BigInt, a cycle, a non-finite number, a
+ * function or symbol, a Map/Set/class instance without `toJSON`), naming where it sits; or undefined when
+ * it is fine. Properties whose value is `undefined` are allowed: JSON omits them, which loses nothing.
+ */
+export function jsonProblem(value: unknown, where = '$'): string | undefined {
+  const seen = new Set<object>();
+  const walk = (v: unknown, at: string, inArray: boolean): string | undefined => {
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return undefined;
+      case 'number':
+        return Number.isFinite(v) ? undefined : `non-finite number ${String(v)} at ${at}`;
+      case 'bigint':
+        return `BigInt at ${at}`;
+      case 'undefined':
+        return inArray ? `undefined at ${at}` : undefined;
+      case 'function':
+      case 'symbol':
+        return `${typeof v} at ${at}`;
+      case 'object':
+        break;
+    }
+    if (v === null) return undefined;
+    const obj = v;
+    const toJSON = (obj as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') return walk((toJSON as (key: string) => unknown).call(obj, ''), at, inArray);
+    if (seen.has(obj)) return `circular reference at ${at}`;
+    seen.add(obj);
+    try {
+      if (Array.isArray(obj)) {
+        for (let i = 0; i < obj.length; i++) {
+          const p = walk(obj[i], `${at}[${i}]`, true);
+          if (p !== undefined) return p;
+        }
+        return undefined;
+      }
+      if (!isPlain(obj)) return `${describe(obj)} at ${at} (not a plain object)`;
+      for (const [k, child] of Object.entries(obj)) {
+        const p = walk(child, `${at}.${k}`, false);
+        if (p !== undefined) return p;
+      }
+      return undefined;
+    } finally {
+      seen.delete(obj);
+    }
+  };
+  return walk(value, where, false);
+}

@@ -1,0 +1,249 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { sweepTempFilesSync, type TempFile } from '@hermes/fs-policy';
+import { parseJsonTolerant } from './json.js';
+import { type GatewayLogger, loggerFor } from './log.js';
+import { classifyPayload, isRecord } from './payload.js';
+import { spoolLocation, type SpoolLocationOptions } from './spool.js';
+
+export interface SpoolStatsOptions extends SpoolLocationOptions {
+  /** The clock, epoch milliseconds (tests). */
+  now?: number;
+}
+
+export interface SpoolStats {
+  readonly dir: string;
+  readonly exists: boolean;
+  /** `*.json` payload files (every kind, including snapshots and files this uid cannot read). */
+  count: number;
+  bytes: number;
+  /** Smallest / largest finite `ts` among the readable payloads (epoch seconds), or null. */
+  oldestTs: number | null;
+  newestTs: number | null;
+  /** Readable payloads by `reason` (`shutdown`, `adapter_shutdown`, `transcript_cap_drop`, …). */
+  readonly byReason: Record<string, number>;
+  /** Readable payloads by kind (`pending`, `overflow`, `transcript_cap_drop`, `agent_history`, `unknown`). */
+  readonly byKind: Record<string, number>;
+  /** Agent-history snapshots waiting for the operator. */
+  snapshots: number;
+  /** Payloads that are not valid JSON objects. */
+  unparseable: number;
+  /** `.bad` files (rows the session store rejected). */
+  readonly bad: { count: number; bytes: number };
+  /** Payloads this uid cannot read, by owner (they belong to another uid's recovery). */
+  readonly foreign: { readonly path: string; readonly uid: number }[];
+  /** Leftover temp files of interrupted writes (fs-policy's sweep); `stale` ones are safe to remove. */
+  readonly tempFiles: { count: number; stale: number; bytes: number };
+  readonly errors: { readonly path: string; readonly code: string }[];
+}
+
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
+}
+
+function bump(map: Record<string, number>, key: string): void {
+  map[key] = (map[key] ?? 0) + 1;
+}
+
+function listDir(dir: string, errors: { path: string; code: string }[]): fs.Dirent[] | undefined {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    if (codeOf(err) !== 'ENOENT') errors.push({ path: dir, code: codeOf(err) });
+    return undefined;
+  }
+}
+
+function euid(): number {
+  return typeof process.geteuid === 'function' ? process.geteuid() : -1;
+}
+
+/** A picture of the spool for operators and dashboards: size, age, kinds, quarantined and leftover files. */
+export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats {
+  const opts: SpoolStatsOptions = typeof options === 'string' ? { home: options } : options;
+  const { dir } = spoolLocation(opts);
+  const stats: SpoolStats = {
+    dir,
+    exists: false,
+    count: 0,
+    bytes: 0,
+    oldestTs: null,
+    newestTs: null,
+    byReason: {},
+    byKind: {},
+    snapshots: 0,
+    unparseable: 0,
+    bad: { count: 0, bytes: 0 },
+    foreign: [],
+    tempFiles: { count: 0, stale: 0, bytes: 0 },
+    errors: [],
+  };
+  const entries = listDir(dir, stats.errors);
+  if (entries === undefined) return { ...stats, exists: stats.errors.length > 0 };
+  const result: SpoolStats = { ...stats, exists: true };
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const p = path.join(dir, entry.name);
+    let size: number;
+    try {
+      size = fs.lstatSync(p).size;
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') result.errors.push({ path: p, code: codeOf(err) });
+      continue;
+    }
+    if (entry.name.endsWith('.bad')) {
+      result.bad.count++;
+      result.bad.bytes += size;
+      continue;
+    }
+    if (!entry.name.endsWith('.json')) continue;
+    result.count++;
+    result.bytes += size;
+    let payload: unknown;
+    try {
+      payload = parseJsonTolerant(new TextDecoder('utf-8', { fatal: true }).decode(fs.readFileSync(p)));
+    } catch (err) {
+      const code = codeOf(err);
+      if (code === 'EACCES' || code === 'EPERM') {
+        let uid = -1;
+        try {
+          uid = fs.lstatSync(p).uid;
+        } catch {
+          /* vanished */
+        }
+        if (uid !== euid()) {
+          result.foreign.push({ path: p, uid });
+          continue;
+        }
+        result.errors.push({ path: p, code });
+        continue;
+      }
+      if (code === 'ENOENT') continue;
+      result.unparseable++;
+      continue;
+    }
+    if (!isRecord(payload)) {
+      result.unparseable++;
+      continue;
+    }
+    const kind = classifyPayload(payload);
+    bump(result.byKind, kind);
+    if (kind === 'agent_history') result.snapshots++;
+    if (typeof payload.reason === 'string') bump(result.byReason, payload.reason);
+    const ts = payload.ts;
+    if (typeof ts === 'number' && Number.isFinite(ts) && ts > 0) {
+      result.oldestTs = result.oldestTs === null ? ts : Math.min(result.oldestTs, ts);
+      result.newestTs = result.newestTs === null ? ts : Math.max(result.newestTs, ts);
+    }
+  }
+  const sweep = sweepTempFilesSync(dir, { recursive: false, ...(opts.now === undefined ? {} : { now: opts.now }) });
+  result.tempFiles.count = sweep.found.length;
+  result.tempFiles.stale = sweep.found.filter((t) => t.stale).length;
+  result.tempFiles.bytes = sweep.found.reduce((n, t) => n + t.size, 0);
+  result.errors.push(...sweep.errors);
+  return result;
+}
+
+/** What {@link prune} may delete: `.bad` files, agent-history snapshots, stale temp files of interrupted writes. */
+export type PruneCategory = 'bad' | 'snapshots' | 'temp';
+
+export interface PruneOptions extends SpoolLocationOptions {
+  /** Only files older than this many days (`.bad`/temp: by mtime; snapshots: by `ts`, else mtime). */
+  olderThanDays: number;
+  /** Default true: report what would be deleted and delete nothing. */
+  dryRun?: boolean;
+  /** Default `['bad', 'snapshots']`. Recoverable payloads are never pruned. */
+  include?: readonly PruneCategory[];
+  /** The clock, epoch milliseconds (tests). */
+  now?: number;
+  logger?: GatewayLogger;
+}
+
+export interface PruneCandidate {
+  readonly path: string;
+  readonly category: PruneCategory;
+  readonly ageDays: number;
+  readonly bytes: number;
+}
+
+export interface PruneReport {
+  readonly dir: string;
+  readonly dryRun: boolean;
+  readonly matched: PruneCandidate[];
+  readonly removed: string[];
+  readonly errors: { readonly path: string; readonly code: string }[];
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The operator's explicit clean-up of the spool. Dry-run by default. It only ever considers `.bad` files,
+ * agent-history snapshots and stale temp files; payloads recovery can still deliver are never touched (the
+ * runtime removes a payload only after its receipt is committed).
+ */
+export function prune(options: PruneOptions): PruneReport {
+  if (!Number.isFinite(options.olderThanDays) || options.olderThanDays < 0) {
+    throw new RangeError(`olderThanDays must be a non-negative number, got ${String(options.olderThanDays)}`);
+  }
+  const logger = loggerFor(options.logger);
+  const dryRun = options.dryRun ?? true;
+  const include = new Set<PruneCategory>(options.include ?? ['bad', 'snapshots']);
+  const now = options.now ?? Date.now();
+  const limitMs = options.olderThanDays * DAY_MS;
+  const { dir } = spoolLocation(options);
+  const report: PruneReport = { dir, dryRun, matched: [], removed: [], errors: [] };
+  const entries = listDir(dir, report.errors) ?? [];
+
+  const consider = (p: string, category: PruneCategory, ageMs: number, bytes: number): void => {
+    if (ageMs <= limitMs) return;
+    report.matched.push({ path: p, category, ageDays: ageMs / DAY_MS, bytes });
+  };
+
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const p = path.join(dir, entry.name);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(p);
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') report.errors.push({ path: p, code: codeOf(err) });
+      continue;
+    }
+    if (entry.name.endsWith('.bad')) {
+      if (include.has('bad')) consider(p, 'bad', now - st.mtimeMs, st.size);
+      continue;
+    }
+    if (!include.has('snapshots') || !entry.name.endsWith('.json')) continue;
+    let payload: unknown;
+    try {
+      payload = parseJsonTolerant(new TextDecoder('utf-8', { fatal: true }).decode(fs.readFileSync(p)));
+    } catch {
+      continue; // unreadable or unparseable: not provably a snapshot, never pruned
+    }
+    if (!isRecord(payload) || classifyPayload(payload) !== 'agent_history') continue;
+    const ts = payload.ts;
+    const ageMs = typeof ts === 'number' && Number.isFinite(ts) && ts > 0 ? now - ts * 1000 : now - st.mtimeMs;
+    consider(p, 'snapshots', ageMs, st.size);
+  }
+  if (include.has('temp')) {
+    const sweep = sweepTempFilesSync(dir, { recursive: false, now });
+    for (const t of sweep.found.filter((x: TempFile) => x.stale)) consider(t.path, 'temp', t.ageMs, t.size);
+    report.errors.push(...sweep.errors);
+  }
+  report.matched.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  if (!dryRun) {
+    for (const c of report.matched) {
+      try {
+        fs.unlinkSync(c.path);
+        report.removed.push(c.path);
+      } catch (err) {
+        if (codeOf(err) === 'ENOENT') continue;
+        report.errors.push({ path: c.path, code: codeOf(err) });
+        logger.error('prune could not remove a spool file', { path: c.path, code: codeOf(err) });
+      }
+    }
+    logger.info(`pruned ${report.removed.length} spool file(s)`, { path: dir });
+  }
+  return report;
+}

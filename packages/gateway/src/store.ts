@@ -1,0 +1,56 @@
+/**
+ * What recovery needs from a session store. `@hermes/session-db`'s `SessionDb` implements it; any other store
+ * can, as long as it keeps the exactly-once contract of {@link SessionStore.commitRecovered}.
+ */
+
+/**
+ * One message to insert. Every field but the session id comes verbatim from a JSON payload, so it is typed
+ * `unknown`: the store validates it, and a value it cannot store rejects the file (renamed `.bad`).
+ */
+export interface RecoveredRow {
+  readonly sessionId: string;
+  readonly role: unknown;
+  readonly content?: unknown;
+  /** Epoch seconds; the store substitutes "now" for a missing or implausible value. */
+  readonly timestamp?: unknown;
+  readonly toolCallId?: unknown;
+  readonly toolCalls?: unknown;
+  readonly toolName?: unknown;
+  readonly tokenCount?: unknown;
+  readonly finishReason?: unknown;
+  readonly platformMessageId?: unknown;
+}
+
+/** One spool file to commit: a receipt id that identifies the file's exact bytes, its name and its rows. */
+export interface RecoveryBatchEntry {
+  readonly receiptId: string;
+  readonly fileName: string;
+  readonly rows: readonly RecoveredRow[];
+}
+
+/** The store's verdict on one entry. */
+export type RecoveryCommitOutcome =
+  /** Rows and receipt committed together. */
+  | { readonly receiptId: string; readonly status: 'inserted'; readonly rowIds: readonly number[] }
+  /** The receipt already existed: the file was recovered before; nothing inserted. */
+  | { readonly receiptId: string; readonly status: 'duplicate' }
+  /** A row names a session the store does not have; nothing inserted (the file is kept). */
+  | { readonly receiptId: string; readonly status: 'unknown-session'; readonly sessionId: string }
+  /** A row cannot be stored; nothing of this entry inserted (the file is renamed `.bad`). */
+  | { readonly receiptId: string; readonly status: 'rejected'; readonly error: string };
+
+export interface SessionStore {
+  /** True when a receipt with this id is committed. */
+  hasReceipt(receiptId: string): boolean;
+  /**
+   * Commits entries, each entry's rows AND its receipt atomically (all or nothing per entry), and returns one
+   * outcome per entry in order. Throws only when the store itself fails (nothing of the batch is then
+   * committed); the files are kept for the next pass.
+   */
+  commitRecovered(entries: readonly RecoveryBatchEntry[]): readonly RecoveryCommitOutcome[];
+  /**
+   * Optional default resolver: the session a gateway session key's messages belong to, not started after
+   * `notAfter` (epoch seconds), or null.
+   */
+  resolveSessionIdForKey?(sessionKey: string, notAfter?: number): string | null;
+}

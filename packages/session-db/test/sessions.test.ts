@@ -1,0 +1,269 @@
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { openSessionDb, SessionDbError, type SessionDb } from '../src/index.js';
+import { tempDir, thrown } from './helpers.js';
+
+function fresh(): { db: SessionDb; file: string } {
+  const home = tempDir();
+  return { db: openSessionDb({ home }), file: path.join(home, 'state.db') };
+}
+
+function rawRows(file: string, sql: string): unknown[] {
+  const raw = new Database(file, { readonly: true });
+  try {
+    return raw.prepare(sql).raw().all();
+  } finally {
+    raw.close();
+  }
+}
+
+describe('sessions and messages', () => {
+  it('appendMessage inserts the row and bumps the session counters, returning the row id', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'telegram', model: 'hermes-3', startedAt: 1700000000 });
+    expect(db.appendMessage({ sessionId: 's1', role: 'user', content: 'hi', timestamp: 1700000001 })).toBe(1);
+    expect(
+      db.appendMessage({
+        sessionId: 's1',
+        role: 'assistant',
+        content: null,
+        timestamp: 1700000002,
+        toolCalls: [{ id: 'a' }, { id: 'b' }],
+        finishReason: 'tool_calls',
+      }),
+    ).toBe(2);
+    expect(rawRows(file, 'SELECT message_count, tool_call_count FROM sessions')).toEqual([[2, 2]]);
+    db.close();
+  });
+
+  it('refuses a message for a session that does not exist (ESESSION_MISSING) and writes nothing', () => {
+    const { db, file } = fresh();
+    const err = thrown(() => db.appendMessage({ sessionId: 'ghost', role: 'user', content: 'x' }));
+    expect(err).toBeInstanceOf(SessionDbError);
+    expect((err as SessionDbError).code).toBe('ESESSION_MISSING');
+    expect(rawRows(file, 'SELECT COUNT(*) FROM messages')).toEqual([[0]]);
+    db.close();
+  });
+
+  it('rejects values a column cannot hold (EINVALID_ROW) before writing anything', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    const bad: unknown[] = [
+      { sessionId: 's1', role: '', content: 'x' },
+      { sessionId: 's1', role: 'user', content: 42 },
+      { sessionId: 's1', role: 'user', content: 'x', toolCalls: 7 },
+      { sessionId: 's1', role: 'user', content: 'x', tokenCount: 1.5 },
+    ];
+    for (const input of bad) {
+      const err = thrown(() => db.appendMessage(input as Parameters<SessionDb['appendMessage']>[0]));
+      expect((err as SessionDbError).code).toBe('EINVALID_ROW');
+    }
+    expect(rawRows(file, 'SELECT COUNT(*) FROM messages')).toEqual([[0]]);
+    expect(rawRows(file, 'SELECT message_count FROM sessions')).toEqual([[0]]);
+    db.close();
+  });
+
+  it('stores structured content behind the reference prefix and exports it back as the list it was', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli', model: 'm', title: 'Demo', startedAt: 1700000000 });
+    db.appendMessage({ sessionId: 's1', role: 'user', content: [{ type: 'text', text: 'look' }], timestamp: 1700000005 });
+    db.appendMessage({ sessionId: 's1', role: 'assistant', content: 'plain', timestamp: 1700000003, tokenCount: 7 });
+    expect(rawRows(file, 'SELECT content FROM messages ORDER BY id')).toEqual([
+      ['\u0000json:[{"type":"text","text":"look"}]'],
+      ['plain'],
+    ]);
+    expect(db.exportSession('s1')).toEqual({
+      id: 's1',
+      source: 'cli',
+      model: 'm',
+      title: 'Demo',
+      started_at: 1700000000,
+      message_count: 2,
+      messages: [
+        { id: 2, session_id: 's1', role: 'assistant', content: 'plain', timestamp: 1700000003, token_count: 7 },
+        { id: 1, session_id: 's1', role: 'user', content: [{ type: 'text', text: 'look' }], timestamp: 1700000005 },
+      ],
+    });
+    expect(db.exportSession('nope')).toBeUndefined();
+    db.close();
+  });
+
+  it('replaces an implausible timestamp with now and scrubs lone surrogates', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    const before = Date.now() / 1000;
+    db.appendMessage({ sessionId: 's1', role: 'user', content: 'a\uD800b', timestamp: Number.NaN });
+    db.appendMessage({ sessionId: 's1', role: 'user', content: 'ms', timestamp: 1700000000000 });
+    const after = Date.now() / 1000;
+    const rows = rawRows(file, 'SELECT content, timestamp FROM messages ORDER BY id') as [string, number][];
+    expect(rows.map((r) => r[0])).toEqual(['a\uFFFDb', 'ms']);
+    for (const [, ts] of rows) {
+      expect(ts).toBeGreaterThanOrEqual(before);
+      expect(ts).toBeLessThanOrEqual(after);
+    }
+    db.close();
+  });
+
+  it('createSession refuses an existing id; listSessions orders by start, newest first', () => {
+    const { db } = fresh();
+    db.createSession({ id: 'a', source: 'cli', startedAt: 1700000000 });
+    db.createSession({ id: 'b', source: 'telegram', startedAt: 1700000100, sessionKey: 'agent:main:telegram:dm:1' });
+    expect((thrown(() => db.createSession({ id: 'a', source: 'cli' })) as SessionDbError).code).toBe('ESESSION_EXISTS');
+    expect(db.listSessions().map((s) => s.id)).toEqual(['b', 'a']);
+    expect(db.listSessions({ source: 'cli' })).toEqual([
+      {
+        id: 'a',
+        source: 'cli',
+        model: null,
+        title: null,
+        session_key: null,
+        started_at: 1700000000,
+        ended_at: null,
+        end_reason: null,
+        message_count: 0,
+      },
+    ]);
+    db.close();
+  });
+
+  it('a read-only handle reads but refuses writes (EREADONLY)', () => {
+    const home = tempDir();
+    const w = openSessionDb({ home });
+    w.createSession({ id: 's1', source: 'cli' });
+    w.close();
+    const r = openSessionDb({ home, readonly: true });
+    expect(r.getSession('s1')?.id).toBe('s1');
+    expect((thrown(() => r.createSession({ source: 'cli' })) as SessionDbError).code).toBe('EREADONLY');
+    r.close();
+    r.close();
+    expect((thrown(() => r.getSession('s1')) as SessionDbError).code).toBe('ECLOSED');
+  });
+
+  it('refuses to resurrect a deleted profile home (EPROFILE_MISSING) and creates nothing', () => {
+    const root = tempDir();
+    const home = path.join(root, 'profiles', 'gone');
+    const err = thrown(() => openSessionDb({ home }));
+    expect((err as { code?: unknown }).code).toBe('EPROFILE_MISSING');
+    expect(() => rawRows(path.join(home, 'state.db'), 'SELECT 1')).toThrow();
+  });
+});
+
+describe('resolveSessionIdForKey (the reference resolver over durable rows)', () => {
+  const KEY = 'agent:main:telegram:dm:42';
+
+  it('resolves an open session of that key and platform, and refuses one started after the flush', () => {
+    const { db } = fresh();
+    db.createSession({ id: 'open', source: 'telegram', sessionKey: KEY, startedAt: 1700000000.7 });
+    expect(db.resolveSessionIdForKey(KEY, 1700000000)).toBe('open'); // same whole second still counts
+    expect(db.resolveSessionIdForKey(KEY, 1699999999.9)).toBeNull();
+    expect(db.resolveSessionIdForKey(KEY)).toBe('open');
+    expect(db.resolveSessionIdForKey('agent:main:discord:dm:42', 1800000000)).toBeNull();
+    expect(db.resolveSessionIdForKey('not-an-agent-key', 1800000000)).toBeNull();
+    expect(db.resolveSessionIdForKey('', 1800000000)).toBeNull();
+    db.close();
+  });
+
+  it('accepts recoverable end reasons, refuses deliberate boundaries, and honours the reset fence', () => {
+    const { db } = fresh();
+    db.createSession({ id: 'closed-by-accident', source: 'telegram', sessionKey: KEY, startedAt: 1700000000 });
+    db.endSession('closed-by-accident', 'agent_close', 1700000050);
+    expect(db.resolveSessionIdForKey(KEY, 1800000000)).toBe('closed-by-accident');
+
+    db.createSession({ id: 'new-chat', source: 'telegram', sessionKey: KEY, startedAt: 1700000100 });
+    db.endSession('new-chat', 'new_session', 1700000150);
+    // new-chat ended deliberately; the accidental one is still the candidate (no reset boundary after it).
+    expect(db.resolveSessionIdForKey(KEY, 1800000000)).toBe('closed-by-accident');
+
+    db.createSession({ id: 'reset', source: 'telegram', sessionKey: KEY, startedAt: 1700000200 });
+    db.endSession('reset', 'session_reset', 1700000300);
+    // A reset that ended after the candidate's last activity fences it off.
+    expect(db.resolveSessionIdForKey(KEY, 1800000000)).toBeNull();
+    db.close();
+  });
+
+  it('prefers a session with messages, then the most recent activity', () => {
+    const { db } = fresh();
+    db.createSession({ id: 'older-with-messages', source: 'telegram', sessionKey: KEY, startedAt: 1700000000 });
+    db.appendMessage({ sessionId: 'older-with-messages', role: 'user', content: 'x', timestamp: 1700000001 });
+    db.createSession({ id: 'newer-empty', source: 'telegram', sessionKey: KEY, startedAt: 1700000500 });
+    expect(db.resolveSessionIdForKey(KEY, 1800000000)).toBe('older-with-messages');
+    db.createSession({ id: 'newest-with-messages', source: 'telegram', sessionKey: KEY, startedAt: 1700000900 });
+    db.appendMessage({ sessionId: 'newest-with-messages', role: 'user', content: 'y', timestamp: 1700000901 });
+    expect(db.resolveSessionIdForKey(KEY, 1800000000)).toBe('newest-with-messages');
+    db.close();
+  });
+});
+
+describe('recovery receipts (exactly once)', () => {
+  it('commits rows and receipt together; a second commit of the same receipt inserts nothing', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    const entry = {
+      receiptId: 'r-1',
+      fileName: 'pending-a.json',
+      rows: [{ sessionId: 's1', role: 'user', content: 'once', timestamp: 1700000000 }],
+    };
+    expect(db.hasReceipt('r-1')).toBe(false);
+    expect(db.commitRecovered([entry])).toEqual([{ receiptId: 'r-1', status: 'inserted', rowIds: [1] }]);
+    expect(db.hasReceipt('r-1')).toBe(true);
+    expect(db.commitRecovered([entry])).toEqual([{ receiptId: 'r-1', status: 'duplicate' }]);
+    expect(rawRows(file, 'SELECT content FROM messages')).toEqual([['once']]);
+    expect(rawRows(file, 'SELECT receipt_id, file_name, rows FROM recovery_receipts')).toEqual([
+      ['r-1', 'pending-a.json', 1],
+    ]);
+    expect(rawRows(file, 'SELECT message_count FROM sessions')).toEqual([[1]]);
+    db.close();
+  });
+
+  it('isolates entries: a rejected or unknown-session entry is rolled back, the others commit', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    const outcomes = db.commitRecovered([
+      { receiptId: 'ok-1', fileName: 'a.json', rows: [{ sessionId: 's1', role: 'user', content: 'first' }] },
+      {
+        receiptId: 'bad',
+        fileName: 'b.json',
+        rows: [
+          { sessionId: 's1', role: 'user', content: 'would be inserted before the bad row' },
+          { sessionId: 's1', role: 'assistant', content: 'x', toolCalls: 7 },
+        ],
+      },
+      { receiptId: 'ghost', fileName: 'c.json', rows: [{ sessionId: 'nope', role: 'user', content: 'x' }] },
+      { receiptId: 'ok-2', fileName: 'd.json', rows: [{ sessionId: 's1', role: 'user', content: 'second' }] },
+    ]);
+    expect(outcomes).toEqual([
+      { receiptId: 'ok-1', status: 'inserted', rowIds: [1] },
+      {
+        receiptId: 'bad',
+        status: 'rejected',
+        error: 'invalid value for tool_calls: expected a list, a JSON string or null, got number',
+      },
+      { receiptId: 'ghost', status: 'unknown-session', sessionId: 'nope' },
+      { receiptId: 'ok-2', status: 'inserted', rowIds: [2] },
+    ]);
+    expect(rawRows(file, 'SELECT content FROM messages ORDER BY id')).toEqual([['first'], ['second']]);
+    expect(rawRows(file, 'SELECT receipt_id FROM recovery_receipts ORDER BY receipt_id')).toEqual([['ok-1'], ['ok-2']]);
+    expect(rawRows(file, 'SELECT message_count FROM sessions')).toEqual([[2]]);
+    db.close();
+  });
+
+  it('rolls back the whole batch and throws when the database itself fails', () => {
+    const home = tempDir();
+    const db = openSessionDb({ home });
+    db.createSession({ id: 's1', source: 'cli' });
+    // Another connection holds the write lock: the batch cannot begin.
+    const blocker = new Database(path.join(home, 'state.db'), { timeout: 0 });
+    blocker.exec('BEGIN IMMEDIATE');
+    const locked = openSessionDb({ home, busyTimeoutMs: 50 });
+    const err = thrown(() =>
+      locked.commitRecovered([{ receiptId: 'r', fileName: 'f', rows: [{ sessionId: 's1', role: 'user', content: 'x' }] }]),
+    );
+    expect((err as { code?: unknown }).code).toBe('SQLITE_BUSY');
+    blocker.exec('ROLLBACK');
+    blocker.close();
+    expect(locked.hasReceipt('r')).toBe(false);
+    locked.close();
+    db.close();
+  });
+});
