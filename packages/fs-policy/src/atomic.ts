@@ -197,7 +197,7 @@ export function* atomicWritePlan(
 
     if (durable === 'file+dir') {
       try {
-        yield* fsyncDir(dir);
+        yield* fsyncDirPlan(dir);
       } catch (err) {
         // Not durable: put the previous state back so the caller's view ("it failed") is the truth.
         if (backup !== undefined) yield* bestEffort(warnings, 'rename', real, 'rename', backup, real);
@@ -234,8 +234,8 @@ export function* atomicWritePlan(
   }
 }
 
-/** fsync of a directory, so renames and creations inside it are durable. */
-export function* fsyncDir(dir: string): Plan<void> {
+/** @internal fsync of a directory, so renames and creations inside it are durable. */
+export function* fsyncDirPlan(dir: string): Plan<void> {
   const dfd = yield* op('fsync-dir', dir, 'open', dir, O.RDONLY | O.DIRECTORY, 0);
   try {
     yield* op('fsync-dir', dir, 'fsync', dfd);
@@ -353,4 +353,17 @@ export async function atomicWriteJson(target: string, value: unknown, options: A
 export function atomicWriteJsonSync(target: string, value: unknown, options: AtomicJsonOptions): WriteResult {
   const data = serializeJson(value, target, options);
   return atomicWriteSync(target, data, options);
+}
+
+/**
+ * Makes the entries of `dir` durable (renames, creations, unlinks inside it): one fsync of the directory.
+ * Batch writers use `durable: 'file'` per file and call this once at the end.
+ */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  await runAsync(fsyncDirPlan(path.resolve(dir)));
+}
+
+/** Synchronous form of {@link fsyncDirectory}. */
+export function fsyncDirectorySync(dir: string): void {
+  runSync(fsyncDirPlan(path.resolve(dir)));
 }

@@ -114,7 +114,8 @@ export function hintFor(code: string, path: string, uid: number, gid: number): s
     case 'EPERM':
       return (
         `uid ${uid} (gid ${gid}) may not write to ${path}. On a managed install the directory must be group-writable ` +
-        `for the service group (2770, setgid): run \`hermes-fs doctor --fix\`; otherwise check the owner and mode of the parent directory.`
+        `for the service group (2770, setgid): run \`hermes-fs doctor --fix\`. On a single-user install another uid ` +
+        `cannot share this home: run as its owner, or give this uid its own HERMES_HOME.`
       );
     case 'ENOSPC':
     case 'EDQUOT':

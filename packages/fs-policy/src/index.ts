@@ -1,4 +1,4 @@
-export { FsPolicyError, hintFor, isErrnoException, type FsStep, type PolicyCode, type FsPolicyErrorInit } from './errors.js';
+export { FsPolicyError, hintFor, isErrnoException, toPolicyError, type FsStep, type PolicyCode, type FsPolicyErrorInit } from './errors.js';
 export { getLogger, setLogger, silentLogger, stderrLogger, type FsPolicyLogger, type LogFields } from './logger.js';
 export {
   DEFAULT_DIR_MODE,
@@ -40,6 +40,8 @@ export {
   atomicWriteJson,
   atomicWriteJsonSync,
   atomicWriteSync,
+  fsyncDirectory,
+  fsyncDirectorySync,
   serializeJson,
   type AtomicJsonOptions,
   type AtomicWriteOptions,

@@ -70,9 +70,11 @@ export function* secureMkdirPlan(
     }
   }
 
+  const home = path.resolve(env.home);
   for (const level of levels(target)) {
     let st = yield* lstatOrNull(level);
     if (st === undefined) {
+      if (level === home) refuseToInventHome(home, env);
       try {
         yield* call('mkdir', level, 'mkdir', level, mode ?? 0o777);
       } catch (err) {
@@ -128,6 +130,29 @@ export function* secureMkdirPlan(
     finalMode = st.mode & 0o7777;
   }
   return { path: target, created, mode: finalMode, warnings };
+}
+
+/**
+ * The home itself is never invented where its absence means something: a managed home is created by the
+ * package manager, and a missing named profile was deleted (or never created) on purpose.
+ */
+function refuseToInventHome(home: string, env: HermesEnvironment): void {
+  if (env.managed.managed) {
+    throw new FsPolicyError({
+      code: 'EMANAGED_MISSING',
+      step: 'mkdir',
+      path: home,
+      message: `Required directory does not exist: ${home} (managed install: the package manager creates the home)`,
+    });
+  }
+  if (path.basename(path.dirname(home)) === 'profiles') {
+    throw new FsPolicyError({
+      code: 'EPROFILE_MISSING',
+      step: 'mkdir',
+      path: home,
+      message: `Named profile home does not exist: ${home}; refusing to recreate it`,
+    });
+  }
 }
 
 /** Sets the exact mode (and configured owner) of a directory this call just created, through its fd. */

@@ -3,7 +3,11 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { modeOf, tempRoot } from '@hermes/test-utils';
 import {
+  atomicWriteSync,
   ensureFileSync,
+  fsyncDirectory,
+  fsyncDirectorySync,
+  secureMkdirSync,
   ensureHermesHome,
   ensureHermesHomeSync,
   loadEnvironment,
@@ -63,6 +67,42 @@ describe('ensureHermesHome', () => {
     const env = loadEnvironment({ home: root, profile: 'work', env: { HERMES_MANAGED: 'false' } });
     expect(() => ensureHermesHomeSync({ env })).toThrow(expect.objectContaining({ code: 'EPROFILE_MISSING' }) as Error);
     expect(fs.existsSync(path.join(root, 'profiles'))).toBe(false);
+  });
+});
+
+describe('the home is never invented where its absence means something', () => {
+  it('a missing named profile is not recreated by any primitive', () => {
+    const root = tempRoot();
+    fs.mkdirSync(path.join(root, 'profiles'));
+    const env = loadEnvironment({ home: root, profile: 'gone', env: { HERMES_MANAGED: 'false' } });
+    for (const write of [
+      () => secureMkdirSync(path.join(env.home, 'pending_messages'), 'pending-messages', { env }),
+      () => atomicWriteSync(path.join(env.home, 'sessions', 'saved', 'x.json'), 'x', { kind: 'saved-sessions', env }),
+      () => ensureFileSync(path.join(env.home, 'state.db'), { kind: 'state-db', env }),
+    ]) {
+      expect(write).toThrow(expect.objectContaining({ code: 'EPROFILE_MISSING', path: env.home }) as Error);
+    }
+    expect(fs.readdirSync(path.join(root, 'profiles'))).toEqual([]);
+  });
+
+  it('a missing managed home is not invented; its missing subdirectories may be created', () => {
+    const root = tempRoot();
+    const home = path.join(root, 'home');
+    const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'nixos' }, umask: 0o007 });
+    expect(() => secureMkdirSync(path.join(home, 'moa-traces'), 'moa-traces', { env })).toThrow(
+      expect.objectContaining({ code: 'EMANAGED_MISSING' }) as Error,
+    );
+    expect(fs.existsSync(home)).toBe(false);
+    fs.mkdirSync(home);
+    fs.chmodSync(home, 0o2770);
+    expect(secureMkdirSync(path.join(home, 'moa-traces'), 'moa-traces', { env }).created).toEqual([path.join(home, 'moa-traces')]);
+  });
+
+  it('fsyncDirectory syncs a directory and reports a missing one', async () => {
+    const root = tempRoot();
+    fsyncDirectorySync(root);
+    await fsyncDirectory(root);
+    expect(() => { fsyncDirectorySync(path.join(root, 'nope')); }).toThrow(expect.objectContaining({ code: 'ENOENT', step: 'fsync-dir' }) as Error);
   });
 });
 

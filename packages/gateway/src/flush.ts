@@ -2,6 +2,8 @@ import {
   atomicWriteJson,
   atomicWriteJsonSync,
   FsPolicyError,
+  fsyncDirectory,
+  fsyncDirectorySync,
   isErrnoException,
   secureMkdir,
   secureMkdirSync,
@@ -21,9 +23,6 @@ import {
   type SpoolPayload,
 } from './payload.js';
 import {
-  assertHomeLive,
-  fsyncDir,
-  fsyncDirSync,
   newPayloadPath,
   SPOOL_KIND,
   type SpoolLocation,
@@ -324,7 +323,6 @@ function executeSync(plan: Plan): FlushReport {
   const { loc, report } = plan;
   if (plan.planned.length === 0) return finish(plan);
   try {
-    assertHomeLive(loc.home, loc.env);
     secureMkdirSync(loc.dir, SPOOL_KIND, { env: loc.env });
   } catch (err) {
     failAll(plan, err);
@@ -339,7 +337,7 @@ function executeSync(plan: Plan): FlushReport {
   }
   if (report.written.length > 0) {
     try {
-      fsyncDirSync(loc.dir);
+      fsyncDirectorySync(loc.dir);
     } catch (err) {
       report.durable = false;
       report.failed.push(failure(policyError(err, loc.dir), loc.dir, null, null));
@@ -352,7 +350,6 @@ async function executeAsync(plan: Plan, concurrency: number): Promise<FlushRepor
   const { loc, report } = plan;
   if (plan.planned.length === 0) return finish(plan);
   try {
-    assertHomeLive(loc.home, loc.env);
     await secureMkdir(loc.dir, SPOOL_KIND, { env: loc.env });
   } catch (err) {
     failAll(plan, err);
@@ -381,7 +378,7 @@ async function executeAsync(plan: Plan, concurrency: number): Promise<FlushRepor
   }
   if (report.written.length > 0) {
     try {
-      await fsyncDir(loc.dir);
+      await fsyncDirectory(loc.dir);
     } catch (err) {
       report.durable = false;
       report.failed.push(failure(policyError(err, loc.dir), loc.dir, null, null));

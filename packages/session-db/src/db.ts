@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
-import { ensureFileSync, FsPolicyError, type HermesEnvironment, loadEnvironment } from '@hermes/fs-policy';
+import { ensureFileSync, type HermesEnvironment, loadEnvironment } from '@hermes/fs-policy';
 import { isRowRejection, SessionDbError } from './errors.js';
 import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
 import {
@@ -261,27 +260,6 @@ const SESSION_SELECT =
 
 function sqlList(values: readonly string[]): string {
   return values.map((v) => `'${v.replace(/'/g, "''")}'`).join(', ');
-}
-
-/** The home is gone or was never provisioned: refuse instead of letting a mkdir resurrect it. */
-function assertHomeLive(home: string, env: HermesEnvironment): void {
-  if (fs.existsSync(home)) return;
-  if (path.basename(path.dirname(home)) === 'profiles') {
-    throw new FsPolicyError({
-      code: 'EPROFILE_MISSING',
-      step: 'lstat',
-      path: home,
-      message: `Named profile home does not exist: ${home}`,
-    });
-  }
-  if (env.managed.managed) {
-    throw new FsPolicyError({
-      code: 'EMANAGED_MISSING',
-      step: 'lstat',
-      path: home,
-      message: `Required directory does not exist: ${home} (managed install: the package manager creates it)`,
-    });
-  }
 }
 
 /**
@@ -614,7 +592,6 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
   const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
 
   if (!readonly) {
-    if (options.path === undefined) assertHomeLive(home, env);
     ensureFileSync(file, { kind: 'state-db', env });
   }
   const db = new Database(file, { readonly, fileMustExist: readonly, timeout });
