@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { gatewayCases } from './cases-gateway.mjs';
 import { primitiveCases } from './cases-primitives.mjs';
 
 const args = new Set(process.argv.slice(2));
@@ -12,12 +13,16 @@ const quick = args.has('--quick');
 const samples = quick ? 3 : 9;
 const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 
+const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor' };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-bench-'));
 const results = [];
 try {
-  const groups = [['primitives', () => primitiveCases(path.join(work, 'p'), { samples })]];
+  const groups = [
+    ['primitives', () => primitiveCases(path.join(work, 'p'), { samples })],
+    ['gateway', () => gatewayCases(path.join(work, 'g'), { samples })],
+  ];
   for (const [name, run] of groups) {
-    if (only && !only.some((o) => name.startsWith(o) || o.startsWith('B'))) continue;
+    if (only && !only.some((o) => o === name || (GROUP_OF[o] ?? '') === name)) continue;
     const rs = await run();
     for (const r of rs) if (!only || only.includes(r.id) || only.includes(name)) results.push(r);
   }

@@ -1,0 +1,45 @@
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { colorsFor, EXIT, printJson, println } from '../lib/output.js';
+import { renderMatrix } from '../matrix/render.js';
+import { runMatrix } from '../matrix/run.js';
+import { MATRIX_ARTIFACTS, type MatrixArtifact } from '../matrix/scenarios.js';
+import { commonOptions, type CommonOptions, examples, setExit } from './common.js';
+
+interface MatrixOptions extends CommonOptions {
+  only?: MatrixArtifact[];
+  crossUid: boolean;
+}
+
+export function registerMatrix(program: Command): void {
+  const cmd = program
+    .command('matrix')
+    .summary('measure the permission matrix live (S1–S5 × every artifact)')
+    .description(
+      'Writes every artifact through its package\'s real API in fresh temp homes under the five scenarios of DESIGN §3 ' +
+        '(one child process per scenario, each with its own umask), measures directory and file modes with lstat and ' +
+        'compares them with the literal expected table. Run as root, it adds cross-uid rows with two real throwaway ' +
+        'users (created and removed by the command). Temp homes are always removed. Exit 0 only when every cell matches.',
+    )
+    .addOption(
+      new Option('--only <kind>', 'measure only this artifact (repeatable)')
+        .choices(MATRIX_ARTIFACTS)
+        .argParser((value: string, previous: MatrixArtifact[] | undefined) => {
+          const kind = MATRIX_ARTIFACTS.find((a) => a === value);
+          if (kind === undefined) throw new InvalidArgumentError(`Allowed choices are ${MATRIX_ARTIFACTS.join(', ')}.`);
+          return [...(previous ?? []), kind];
+        }),
+    )
+    .option('--no-cross-uid', 'skip the cross-uid rows even when running as root');
+  commonOptions(cmd, { home: 'not read: the matrix measures fresh temp homes only' });
+  examples(cmd, [
+    ['hermes-fs matrix', 'the full table; exit 0 when every cell matches DESIGN §3'],
+    ['hermes-fs matrix --only pending-messages --json', 'one artifact, as JSON (schema/matrix.schema.json)'],
+    ['sudo hermes-fs matrix', 'adds the cross-uid rows (real throwaway users)'],
+  ]);
+  cmd.action(async (opts: MatrixOptions) => {
+    const report = await runMatrix({ ...(opts.only === undefined ? {} : { only: opts.only }), noCrossUid: !opts.crossUid });
+    if (opts.json) printJson(report);
+    else println(renderMatrix(report, colorsFor(process.stdout)));
+    setExit(report.ok ? EXIT.ok : EXIT.findings);
+  });
+}

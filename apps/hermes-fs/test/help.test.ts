@@ -1,0 +1,85 @@
+import { spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ANSI, BIN, cli, freshHome, seedHome, cleanupHomes } from './helpers.js';
+
+afterAll(cleanupHomes);
+
+const COMMANDS: readonly (readonly string[])[] = [
+  [],
+  ['matrix'],
+  ['doctor'],
+  ['save'],
+  ['pending'],
+  ['pending', 'list'],
+  ['pending', 'show'],
+  ['pending', 'recover'],
+  ['pending', 'export'],
+  ['pending', 'prune'],
+];
+
+describe('hermes-fs --help', () => {
+  for (const cmd of COMMANDS) {
+    it(`hermes-fs ${[...cmd, '--help'].join(' ')} works and shows an example`, () => {
+      const r = cli([...cmd, '--help']);
+      expect(r.status).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toMatch(new RegExp(`^Usage: hermes-fs${cmd.length > 0 ? ` ${cmd.join(' ')}` : ''} `));
+      expect(r.stdout).toContain('Examples:');
+      expect(r.stdout).toMatch(/\$ (sudo )?hermes-fs /);
+      expect(r.stdout).toContain('Exit codes: 0 success');
+      expect(r.stdout).not.toMatch(ANSI);
+    });
+  }
+
+  it('leaf commands document --home and --json', () => {
+    for (const cmd of COMMANDS.filter((c) => c.length > 0 && c.join(' ') !== 'pending')) {
+      const r = cli([...cmd, '--help']);
+      expect(r.stdout, cmd.join(' ')).toContain('--home <dir>');
+      expect(r.stdout, cmd.join(' ')).toContain('--json');
+    }
+  });
+
+  it('no command prints the help and exits 2; an unknown command suggests and exits 2', () => {
+    const none = cli([]);
+    expect(none.status).toBe(2);
+    expect(none.stdout).toContain('Usage: hermes-fs');
+    const typo = cli(['docter']);
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toContain("hermes-fs: error: unknown command 'docter'");
+    expect(typo.stderr).toContain('(Did you mean doctor?)');
+  });
+
+  it('--version prints the package version', () => {
+    const r = cli(['--version']);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('colour', () => {
+  const home = freshHome();
+  seedHome(home);
+
+  it('NO_COLOR output has no ANSI escapes (doctor, pending list, matrix)', () => {
+    for (const args of [['doctor', '--home', home], ['pending', 'list', '--home', home], ['matrix', '--only', 'state-db']]) {
+      const r = cli(args, { env: { NO_COLOR: '1' } });
+      expect(r.stdout + r.stderr, args.join(' ')).not.toMatch(ANSI);
+    }
+  });
+
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  it.skipIf(!hasScript)('on a terminal: colour by default, none with NO_COLOR', () => {
+    const run = (noColor: boolean) =>
+      spawnSync('script', ['-qec', `${process.execPath} ${BIN} matrix --only state-db`, '/dev/null'], {
+        encoding: 'utf8',
+        env: { ...process.env, ...(noColor ? { NO_COLOR: '1' } : { NO_COLOR: undefined }), FORCE_COLOR: undefined },
+      });
+    const colored = run(false);
+    expect(colored.status).toBe(0);
+    expect(colored.stdout).toMatch(ANSI);
+    const plain = run(true);
+    expect(plain.status).toBe(0);
+    expect(plain.stdout).not.toMatch(ANSI);
+    expect(plain.stdout).toContain('✓ all 15 cells match DESIGN §3');
+  });
+});
