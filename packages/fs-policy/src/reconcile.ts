@@ -4,7 +4,7 @@ import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { bestEffort, lstatOrNull, op } from './internal/steps.js';
 import { getLogger } from './logger.js';
-import { dirModeFor, formatMode, getKind, type KindRef } from './registry.js';
+import { dirModeFor, fileMaxModeFor, formatMode, getKind, type KindRef } from './registry.js';
 
 export interface ReconcileOptions {
   env?: HermesEnvironment;
@@ -107,3 +107,64 @@ export function reconcileDirSync(dir: string, kind: KindRef, options: ReconcileO
 
 /** @internal */
 export { reconcilePlan };
+
+export interface ReconcileFileOptions {
+  env?: HermesEnvironment;
+  /** Report what would change without changing it. */
+  dryRun?: boolean;
+}
+
+function* reconcileFilePlan(file: string, ref: KindRef, env: HermesEnvironment, options: ReconcileFileOptions): Plan<ReconcileResult> {
+  const target = path.resolve(file);
+  const warnings: string[] = [];
+  const st = yield* lstatOrNull(target);
+  if (st === undefined) return { path: target, action: 'none', before: null, after: null, expected: null, warnings };
+  if (st.isSymbolicLink()) {
+    warnings.push(`${target} is a symbolic link; its target is left as it is`);
+    return { path: target, action: 'left', before: null, after: null, expected: null, warnings };
+  }
+  if (!st.isFile()) {
+    throw new FsPolicyError({ code: 'ENOTREGULAR', step: 'lstat', path: target, message: `${target} is not a regular file` });
+  }
+  const before = st.mode & 0o7777;
+  // Only ever remove group/other bits the policy does not allow; never widen, never touch the owner's.
+  const excess = before & 0o077 & ~fileMaxModeFor(ref, env);
+  const expected = before & ~excess;
+  if (excess === 0) return { path: target, action: 'none', before, after: before, expected, warnings };
+  const uid = currentUid();
+  if (uid !== 0 && st.uid !== uid) {
+    const line = `${target} is owned by uid ${st.uid}, not ${uid}: mode ${formatMode(before)} left as it is (policy allows ${formatMode(expected)} at most)`;
+    warnings.push(line);
+    getLogger().warn(line, { path: target, uid });
+    return { path: target, action: 'left', before, after: before, expected, warnings };
+  }
+  if (options.dryRun === true) return { path: target, action: 'would-change', before, after: before, expected, warnings };
+  const fd = yield* op('open', target, 'open', target, O.RDONLY | O.NOFOLLOW | O.NONBLOCK, 0);
+  try {
+    const fst = yield* op('open', target, 'fstat', fd);
+    if (fst.ino !== st.ino || fst.dev !== st.dev) {
+      warnings.push(`${target} was replaced while being checked; left as it is`);
+      return { path: target, action: 'left', before, after: before, expected, warnings };
+    }
+    yield* op('fchmod', target, 'fchmod', fd, expected);
+    return { path: target, action: 'changed', before, after: expected, expected, warnings };
+  } finally {
+    yield* bestEffort(warnings, 'close', target, 'close', fd);
+  }
+}
+
+/**
+ * The operator's repair of an existing file (`hermes-fs doctor --fix`): removes group/other permission bits
+ * the kind does not allow (owner-only unmanaged; at most group rw when managed) through an fd opened
+ * without following links. Never widens; a link, or a file owned by someone else, is left and reported.
+ */
+export async function reconcileFile(file: string, kind: KindRef, options: ReconcileFileOptions = {}): Promise<ReconcileResult> {
+  const env = options.env ?? loadEnvironment();
+  return runAsync(reconcileFilePlan(file, kind, env, options));
+}
+
+/** Synchronous form of {@link reconcileFile}. */
+export function reconcileFileSync(file: string, kind: KindRef, options: ReconcileFileOptions = {}): ReconcileResult {
+  const env = options.env ?? loadEnvironment();
+  return runSync(reconcileFilePlan(file, kind, env, options));
+}

@@ -12,6 +12,11 @@ import type { HermesEnvironment } from './env.js';
 export interface FileRule {
   readonly mode: number;
   readonly managedMode: number | 'umask';
+  /**
+   * The loosest mode an existing file may have on a managed install before the doctor reports it: NixOS
+   * activation grants the service group rw on state files (0660); others never get access.
+   */
+  readonly managedMaxMode: number;
   readonly retighten: boolean;
   /** Holds secrets or verbatim conversation content: group/world read is a finding for the doctor. */
   readonly secret: boolean;
@@ -40,8 +45,8 @@ export interface ArtifactKind {
   readonly files?: readonly string[];
 }
 
-const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, retighten: false, secret: true };
-const SHARED_STATE: FileRule = { mode: 0o600, managedMode: 'umask', retighten: false, secret: true };
+const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o660, retighten: false, secret: true };
+const SHARED_STATE: FileRule = { mode: 0o600, managedMode: 'umask', managedMaxMode: 0o660, retighten: false, secret: true };
 
 function homeSubdir(name: string, dir: string, description: string, requiredWhenManaged: boolean): ArtifactKind {
   return {
@@ -96,7 +101,7 @@ export const ARTIFACT_KINDS = {
     honoursHomeMode: false,
     requiredWhenManaged: false,
     ownership: true,
-    file: { mode: 0o600, managedMode: 0o600, retighten: true, secret: true },
+    file: { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o660, retighten: true, secret: true },
   },
   trajectories: {
     name: 'trajectories',
@@ -185,6 +190,15 @@ export function fileModeFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed'
   const rule = getKind(ref).file;
   if (!env.managed.managed) return rule.mode;
   return rule.managedMode === 'umask' ? 0o666 & ~env.umask : rule.managedMode;
+}
+
+/**
+ * The loosest permission bits an existing file of `kind` may carry: the kind's mode on an unmanaged install
+ * (owner-only), its managed ceiling (group rw, never others) on a managed one.
+ */
+export function fileMaxModeFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed'>): number {
+  const rule = getKind(ref).file;
+  return env.managed.managed ? rule.managedMaxMode : rule.mode;
 }
 
 /**

@@ -13,6 +13,8 @@ import {
   loadEnvironment,
   reconcileDir,
   reconcileDirSync,
+  reconcileFile,
+  reconcileFileSync,
   setLogger,
   silentLogger,
 } from '../src/index.js';
@@ -143,5 +145,42 @@ describe('ensureFile', () => {
     const env2 = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'false' } });
     ensureFileSync(path.join(root, 'other.db'), { kind: 'state-db', env: env2 });
     expect(modeOf(path.join(root, 'other.db'))).toBe('0600');
+  });
+});
+
+describe('reconcileFile (the operator repairs a loose file)', () => {
+  it('unmanaged: removes every group/other bit, never the owner\'s; dry run changes nothing', async () => {
+    const root = tempRoot();
+    const env = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'false' } });
+    const f = path.join(root, '.env');
+    fs.writeFileSync(f, 'KEY=1\n');
+    fs.chmodSync(f, 0o664);
+    expect(reconcileFileSync(f, 'secrets', { env, dryRun: true })).toMatchObject({ action: 'would-change', before: 0o664, expected: 0o600 });
+    expect(modeOf(f)).toBe('0664');
+    expect(await reconcileFile(f, 'secrets', { env })).toMatchObject({ action: 'changed', before: 0o664, after: 0o600 });
+    expect(modeOf(f)).toBe('0600');
+    fs.chmodSync(f, 0o400);
+    expect(reconcileFileSync(f, 'secrets', { env })).toMatchObject({ action: 'none', before: 0o400 });
+    expect(modeOf(f)).toBe('0400');
+  });
+
+  it('managed: group rw is allowed, others are removed', () => {
+    const root = tempRoot();
+    const env = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'nixos' }, umask: 0o007 });
+    const f = path.join(root, 'state.db');
+    fs.writeFileSync(f, '');
+    fs.chmodSync(f, 0o666);
+    expect(reconcileFileSync(f, 'state-db', { env })).toMatchObject({ action: 'changed', after: 0o660 });
+    expect(modeOf(f)).toBe('0660');
+  });
+
+  it('leaves links alone', () => {
+    const root = tempRoot();
+    const env = loadEnvironment({ home: root, env: { HERMES_MANAGED: 'false' } });
+    fs.writeFileSync(path.join(root, 'real'), '');
+    fs.chmodSync(path.join(root, 'real'), 0o644);
+    fs.symlinkSync(path.join(root, 'real'), path.join(root, 'auth.json'));
+    expect(reconcileFileSync(path.join(root, 'auth.json'), 'secrets', { env }).action).toBe('left');
+    expect(modeOf(path.join(root, 'real'))).toBe('0644');
   });
 });
