@@ -123,15 +123,16 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     fs.chmodSync(seed.trajectory, 0o644);
     const { run, json } = doctor(home);
     expect(run.status).toBe(1);
+    const fix = (p: string): string => `hermes-fs doctor --fix --home ${home}   (fs-policy reconcileFile; or: chmod 0600 ${p})`;
     const got = ofType(json, 'secret-file-mode').map((f) => [path.relative(home, f.path), f.severity, f.mode, f.expected, f.fix, f.fixable]);
     expect(got).toEqual(
       expect.arrayContaining([
-        ['.env', 'error', '0644', '0600', `chmod 0600 ${env}`, false],
-        [path.relative(home, seed.payload), 'error', '0644', '0600', `chmod 0600 ${seed.payload}`, false],
-        ['state.db', 'warning', '0640', '0600', `chmod 0600 ${seed.stateDb}`, false],
-        [path.relative(home, seed.trace), 'error', '0604', '0600', `chmod 0600 ${seed.trace}`, false],
-        [path.relative(home, seed.snapshot), 'warning', '0660', '0600', `chmod 0600 ${seed.snapshot}`, false],
-        [path.relative(home, seed.trajectory), 'error', '0644', '0600', `chmod 0600 ${seed.trajectory}`, false],
+        ['.env', 'error', '0644', '0600', fix(env), true],
+        [path.relative(home, seed.payload), 'error', '0644', '0600', fix(seed.payload), true],
+        ['state.db', 'warning', '0640', '0600', fix(seed.stateDb), true],
+        [path.relative(home, seed.trace), 'error', '0604', '0600', fix(seed.trace), true],
+        [path.relative(home, seed.snapshot), 'warning', '0660', '0600', fix(seed.snapshot), true],
+        [path.relative(home, seed.trajectory), 'error', '0644', '0600', fix(seed.trajectory), true],
       ]),
     );
     expect(got).toHaveLength(6);
@@ -248,16 +249,18 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
         ['', 'changed', '0755', '0700'],
         ['moa-traces', 'changed', '0775', '0700'],
         ['sessions/saved', 'changed', '0750', '0700'],
+        [path.relative(home, seed.snapshot), 'changed', '0644', '0600'],
         ['pending_messages/.pending-x.json.4194305.0123456789ab.tmp', 'removed', null, null],
       ]),
     );
-    expect(json.fix.changes).toHaveLength(4);
+    expect(json.fix.changes).toHaveLength(5);
     expect(modeOf(home)).toBe('0700');
     expect(modeOf(path.join(home, 'moa-traces'))).toBe('0700');
     expect(modeOf(path.join(home, 'sessions', 'saved'))).toBe('0700');
-    // The file finding is left for the operator (no guarded file-mode primitive in fs-policy): exit 1.
-    expect(json.findings.map((f) => [f.type, f.path, f.fixable])).toEqual([['secret-file-mode', seed.snapshot, false]]);
-    expect(run.status).toBe(1);
+    // The snapshot is tightened through fs-policy's reconcileFile; nothing is left: exit 0.
+    expect(modeOf(seed.snapshot)).toBe('0600');
+    expect(json.findings).toEqual([]);
+    expect(run.status).toBe(0);
     const again = doctor(home);
     expect(again.json.summary.fixable).toBe(0);
     expect(again.json.findings.filter((f) => f.fixable)).toEqual([]);
@@ -290,10 +293,10 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     const before = snapshotTree(home);
     const { json } = doctor(home, ['--fix', '--dry-run']);
     expect(json.fix.dryRun).toBe(true);
-    expect(json.fix.changes.map((c) => c.action).sort()).toEqual(['would-change', 'would-change', 'would-change', 'would-remove']);
+    expect(json.fix.changes.map((c) => c.action).sort()).toEqual(['would-change', 'would-change', 'would-change', 'would-change', 'would-remove']);
     expect(snapshotTree(home)).toEqual(before);
     const plain = doctor(home, ['--dry-run']);
-    expect(plain.json.fix.changes).toHaveLength(4);
+    expect(plain.json.fix.changes).toHaveLength(5);
     expect(snapshotTree(home)).toEqual(before);
   });
 });

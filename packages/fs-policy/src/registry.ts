@@ -45,7 +45,10 @@ export interface ArtifactKind {
   readonly files?: readonly string[];
 }
 
-const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o660, retighten: false, secret: true };
+// Verbatim transcripts (payloads, traces, trajectories) stay owner-only even when managed: each uid reads its own.
+const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o600, retighten: false, secret: true };
+// Credentials: NixOS installs .env and config.yaml 0640 for the service group.
+const CREDENTIAL_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o640, retighten: false, secret: true };
 const SHARED_STATE: FileRule = { mode: 0o600, managedMode: 'umask', managedMaxMode: 0o660, retighten: false, secret: true };
 
 function homeSubdir(name: string, dir: string, description: string, requiredWhenManaged: boolean): ArtifactKind {
@@ -132,7 +135,7 @@ export const ARTIFACT_KINDS = {
     honoursHomeMode: true,
     requiredWhenManaged: true,
     ownership: true,
-    file: SECRET_FILE,
+    file: CREDENTIAL_FILE,
     files: ['.env', 'auth.json', 'config.yaml'],
   },
 } as const satisfies Record<string, ArtifactKind>;

@@ -10,6 +10,7 @@ import {
   type ArtifactKind,
   dirModeFor,
   expectedDirMode,
+  fileMaxModeFor,
   formatMode,
   getKind,
   type HermesEnvironment,
@@ -17,6 +18,7 @@ import {
   loadEnvironment,
   parseTempName,
   reconcileDir,
+  reconcileFile,
   sweepTempFiles,
 } from '@hermes/fs-policy';
 import { CliError, EXIT, type ExitCode } from '../lib/output.js';
@@ -36,11 +38,6 @@ export interface DoctorOptions {
 /** Kinds whose files hold credentials or verbatim conversation content, audited for group/world read. */
 const SECRET_DIR_KINDS = ['pending-messages', 'moa-traces', 'saved-sessions', 'trajectories'] as const;
 
-/**
- * Extra group bits a managed (NixOS) home grants on purpose: the activation script runs `chmod g+rw` on
- * `*.db*` (0660 under `UMask=0007`, the registry's umask-derived state-db mode) and installs `.env` and
- * `config.yaml` 0640 for the service group. Everything else keeps the registry's managed file mode.
- */
 /** What a file of each audited kind is, in the finding's words. */
 const WHAT: Readonly<Record<string, string>> = {
   'pending-messages': 'a spool payload holds verbatim undelivered messages',
@@ -49,11 +46,6 @@ const WHAT: Readonly<Record<string, string>> = {
   trajectories: 'a trajectory holds a whole transcript',
   'state-db': 'the session database holds every conversation',
   secrets: 'a credential file',
-};
-
-const MANAGED_HOME_FILE_ALLOWANCE: Readonly<Record<string, number>> = {
-  '.env': 0o640,
-  'config.yaml': 0o640,
 };
 
 function isInside(child: string, parent: string): boolean {
@@ -81,19 +73,13 @@ interface AuditContext {
   readonly findings: Finding[];
 }
 
-function fileAllowance(kind: ArtifactKind, name: string, ctx: AuditContext): number {
-  if (!ctx.env.managed.managed) return kind.file.mode;
-  const m = kind.file.managedMode;
-  // 'umask': the service's UMask=0007 gives 0660 (what the NixOS activation grants on state.db*).
-  const registry = m === 'umask' ? 0o660 : m;
-  return kind.name === 'secrets' ? (MANAGED_HOME_FILE_ALLOWANCE[name] ?? registry) : registry;
-}
-
 function checkSecretFile(p: string, name: string, st: fs.Stats, kind: ArtifactKind, ctx: AuditContext): void {
   const mode = st.mode & 0o7777;
-  const allowed = fileAllowance(kind, name, ctx);
+  // The registry's ceiling: owner-only unmanaged; managed, the group rw the NixOS activation grants.
+  const allowed = fileMaxModeFor(kind, ctx.env);
   const extra = mode & 0o077 & ~allowed;
   if (extra === 0) return;
+  const canFix = ctx.uid === 0 || st.uid === ctx.uid;
   const target = mode & ~extra & 0o7777;
   const severity: Severity = (extra & 0o007) !== 0 ? 'error' : 'warning';
   ctx.findings.push({
@@ -102,8 +88,10 @@ function checkSecretFile(p: string, name: string, st: fs.Stats, kind: ArtifactKi
     path: p,
     kind: kind.name,
     problem: `mode ${formatMode(mode)} allows ${describeBits(extra)}; ${WHAT[kind.name] ?? kind.description}: ${formatMode(allowed)} at most`,
-    fix: `chmod ${formatMode(target)} ${shellQuote(p)}`,
-    fixable: false,
+    fix: canFix
+      ? `hermes-fs doctor --fix --home ${shellQuote(ctx.home)}   (fs-policy reconcileFile; or: chmod ${formatMode(target)} ${shellQuote(p)})`
+      : `as uid ${st.uid} or root: chmod ${formatMode(target)} ${shellQuote(p)}`,
+    fixable: canFix,
     mode: formatMode(mode),
     expected: formatMode(allowed),
   });
@@ -395,16 +383,20 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
 async function applyFixes(ctx: AuditContext, findings: readonly Finding[], dryRun: boolean, now: number): Promise<Change[]> {
   const changes: Change[] = [];
   for (const f of findings) {
-    if (!f.fixable || (f.type !== 'dir-mode' && f.type !== 'managed-group-access') || f.kind === null) continue;
+    const isDir = f.type === 'dir-mode' || f.type === 'managed-group-access';
+    if (!f.fixable || (!isDir && f.type !== 'secret-file-mode') || f.kind === null) continue;
     try {
-      const r = await reconcileDir(f.path, getKind(f.kind as Parameters<typeof getKind>[0]), { env: ctx.env, operator: true, dryRun });
+      const kind = getKind(f.kind as Parameters<typeof getKind>[0]);
+      const r = isDir
+        ? await reconcileDir(f.path, kind, { env: ctx.env, operator: true, dryRun })
+        : await reconcileFile(f.path, kind, { env: ctx.env, dryRun });
       changes.push({
         type: f.type,
         path: f.path,
         action: r.action === 'none' ? 'left' : r.action,
         before: r.before === null ? null : formatMode(r.before),
         after: r.action === 'would-change' && r.expected !== null ? formatMode(r.expected) : r.after === null ? null : formatMode(r.after),
-        detail: r.warnings.length > 0 ? r.warnings.join('; ') : `fs-policy reconcileDir (operator${dryRun ? ', dry run' : ''})`,
+        detail: r.warnings.length > 0 ? r.warnings.join('; ') : `fs-policy ${isDir ? 'reconcileDir' : 'reconcileFile'} (operator${dryRun ? ', dry run' : ''})`,
       });
     } catch (err) {
       changes.push({ type: f.type, path: f.path, action: 'failed', before: f.mode ?? null, after: null, detail: err instanceof Error ? err.message : String(err) });
