@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { doctorCases } from './cases-doctor.mjs';
 import { gatewayCases } from './cases-gateway.mjs';
 import { primitiveCases } from './cases-primitives.mjs';
 
@@ -20,6 +21,7 @@ try {
   const groups = [
     ['primitives', () => primitiveCases(path.join(work, 'p'), { samples })],
     ['gateway', () => gatewayCases(path.join(work, 'g'), { samples })],
+    ['doctor', () => doctorCases(path.join(work, 'd'), { samples })],
   ];
   for (const [name, run] of groups) {
     if (only && !only.some((o) => o === name || (GROUP_OF[o] ?? '') === name)) continue;
