@@ -67,6 +67,15 @@ describe('colour', () => {
     }
   });
 
+  it('not a terminal: no ANSI escapes even where CI or FORCE_COLOR would make a library guess colour', () => {
+    for (const env of [{ CI: 'true', NO_COLOR: undefined }, { FORCE_COLOR: '1', NO_COLOR: undefined }]) {
+      for (const args of [['doctor', '--home', home], ['pending', 'list', '--home', home], ['doctor', '--home', '/nonexistent/x']]) {
+        const r = cli(args, { env });
+        expect(r.stdout + r.stderr, `${JSON.stringify(env)} ${args.join(' ')}`).not.toMatch(ANSI);
+      }
+    }
+  });
+
   const hasScript = spawnSync('script', ['--version']).status === 0;
   it.skipIf(!hasScript)('on a terminal: colour by default, none with NO_COLOR', () => {
     const run = (noColor: boolean) =>

@@ -30,7 +30,10 @@ export class CliError extends Error {
 export function colorEnabled(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
   const noColor = env.NO_COLOR;
   if (noColor !== undefined && noColor !== '') return false;
-  return stream.isTTY;
+  // A pipe's isTTY is undefined (despite the type), which picocolors would read as "decide yourself" and
+  // then colour because CI or FORCE_COLOR is set.
+  const tty: unknown = stream.isTTY;
+  return tty === true;
 }
 
 export type Colors = ReturnType<typeof pc.createColors>;
