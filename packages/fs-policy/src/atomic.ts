@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
-import { currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { currentGid, currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { bestEffort, isInside, lstatOrNull, op } from './internal/steps.js';
@@ -260,9 +260,13 @@ function* applyOwner(
   let wantUid = -1;
   let wantGid = -1;
   if (existing !== undefined) {
-    if (uid === 0) {
+    if (uid === 0 && (existing.uid !== uid || existing.gid !== currentGid())) {
+      // As root, the new version keeps the replaced file's owner (a no-op chown is skipped: it would cost
+      // an inode update that the fsync then has to commit).
       wantUid = existing.uid;
       wantGid = existing.gid;
+    } else if (uid === 0) {
+      return;
     } else if (existing.uid !== uid) {
       warnings.push(`${tmp}: the replaced file was owned by uid ${existing.uid}; the new version is owned by uid ${uid}`);
     }
