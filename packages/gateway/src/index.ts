@@ -40,6 +40,15 @@ export {
   type SpoolPayload,
 } from './payload.js';
 export {
+  listSpool,
+  type ListSpoolOptions,
+  type SpoolEntry,
+  type SpoolEntryKind,
+  type SpoolEntryProblem,
+} from './list.js';
+export { spoolFileId } from './names.js';
+export {
+  DEFAULT_RECOVERY_BATCH_SIZE,
   recoverPending,
   type InsertedEntry,
   type KeptReason,
@@ -56,6 +65,7 @@ export {
   type PruneCategory,
   type PruneOptions,
   type PruneReport,
+  type SpoolAge,
   type SpoolStats,
   type SpoolStatsOptions,
 } from './stats.js';

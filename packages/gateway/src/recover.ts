@@ -1,12 +1,24 @@
-import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { hintFor, isErrnoException } from '@hermes/fs-policy';
 import { parseJsonTolerant } from './json.js';
 import { type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord, orderingKey, PAYLOAD_SCHEMA_VERSION, type PayloadKind } from './payload.js';
+import { compareNames } from './names.js';
+import { RecoveryOrder } from './ordering.js';
+import { InvalidUtf8Error, readSpoolText, receiptIdOf, type SpoolText, spoolTextOf } from './read.js';
 import { isProfileHome, type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
 import type { RecoveredRow, RecoveryBatchEntry, SessionStore } from './store.js';
+
+/** Files committed per store transaction unless {@link RecoverOptions.batchSize} says otherwise. */
+export const DEFAULT_RECOVERY_BATCH_SIZE = 2000;
+/** A batch is also committed once the payload text it holds reaches this many UTF-16 code units (~8 MiB). */
+const BATCH_TEXT_LIMIT = 8 * 1024 * 1024;
+/**
+ * When the texts of all the files the first pass read fit in this many bytes, they are kept (outside the JS
+ * heap) and every file is read once; a larger spool is read again, file by file, as its batches come.
+ */
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 
 /** Why a spool file was left in place. Kept files are re-examined by every pass; nothing is deleted. */
 export type KeptReason =
@@ -53,8 +65,21 @@ export interface RecoverOptions extends SpoolLocationOptions {
    */
   resolveSessionId?: (sessionKey: string, notAfter: number | undefined) => string | null | undefined;
   logger?: GatewayLogger;
-  /** Files committed per store transaction (default 500). */
+  /**
+   * Files committed per store transaction (default {@link DEFAULT_RECOVERY_BATCH_SIZE}, 2,000). A batch is also
+   * committed early once the text of its payloads reaches about 8 MiB, so large payloads stay bounded in memory.
+   */
   batchSize?: number;
+  /**
+   * Progress, for an operator's progress bar: called after each batch (committed, or kept because the store
+   * failed) and once more at the end, with the number of files dealt with so far and the number of `*.json`
+   * files the pass found (`scanned`; known once the first pass has listed the directory, so before the first
+   * call). `done` never decreases; the last call is `(total, total)` — `(0, 0)` for an empty or missing spool.
+   * Files the first pass already settles (unreadable, unparseable, not regular files, another uid's) count as
+   * done from the first call on. Runs synchronously inside the pass; a callback that throws is logged and
+   * otherwise ignored.
+   */
+  onProgress?: (done: number, total: number) => void;
   hooks?: RecoveryHooks;
 }
 
@@ -84,28 +109,17 @@ export interface RecoveryReport {
   readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
 }
 
-interface Scanned {
-  readonly name: string;
-  readonly path: string;
-  readonly receiptId: string;
-  readonly payload: unknown;
-  readonly ts: number;
-  readonly seq: number;
-}
-
 type Decision =
   | { readonly type: 'keep'; readonly reason: KeptReason; readonly detail: string }
   | { readonly type: 'snapshot'; readonly sessionId: string | null; readonly count: number | null }
   | { readonly type: 'commit'; readonly kind: PayloadKind; readonly sessionId: string; readonly rows: RecoveredRow[] };
 
 interface Queued {
-  readonly file: Scanned;
+  readonly path: string;
   readonly kind: PayloadKind;
   readonly sessionId: string;
   readonly entry: RecoveryBatchEntry;
 }
-
-const NOFOLLOW = (fs.constants as Partial<typeof fs.constants>).O_NOFOLLOW ?? 0;
 
 function euid(): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : -1;
@@ -133,30 +147,25 @@ class Pass {
   readonly #resolver: ((key: string, notAfter: number | undefined) => string | null | undefined) | undefined;
   readonly #batchSize: number;
   #queue: Queued[] = [];
+  #queueText = 0;
   #storeDown = false;
+  /** Files dealt with so far (any outcome) and files found, for onProgress. */
+  #done = 0;
+  #total = 0;
 
   constructor(options: RecoverOptions, loc: SpoolLocation) {
     this.#options = options;
     this.#loc = loc;
     this.#logger = loggerFor(options.logger);
-    this.#batchSize = Math.max(1, options.batchSize ?? 500);
+    const batchSize = options.batchSize ?? DEFAULT_RECOVERY_BATCH_SIZE;
+    this.#batchSize = Number.isFinite(batchSize) ? Math.max(1, Math.floor(batchSize)) : DEFAULT_RECOVERY_BATCH_SIZE;
     const store = options.store;
     this.#resolver =
       options.resolveSessionId ??
       (typeof store.resolveSessionIdForKey === 'function'
         ? (key, notAfter) => store.resolveSessionIdForKey?.(key, notAfter)
         : undefined);
-    this.report = {
-      dir: loc.dir,
-      scanned: 0,
-      inserted: [],
-      alreadyCommitted: [],
-      kept: [],
-      bad: [],
-      snapshots: [],
-      foreignOwner: [],
-      errors: [],
-    };
+    this.report = emptyReport(loc.dir);
   }
 
   error(p: string, code: string, message: string): void {
@@ -170,56 +179,123 @@ class Pass {
     this.#logger.warn(`pending message kept (${reason}): ${detail}`, { path: p });
   }
 
+  #progress(): void {
+    const onProgress = this.#options.onProgress;
+    if (onProgress === undefined) return;
+    try {
+      onProgress(this.#done, this.#total);
+    } catch (err) {
+      this.#logger.warn(`pending-message recovery: the progress callback threw: ${messageOf(err)}`, { path: this.#loc.dir });
+    }
+  }
+
+  #path(name: string): string {
+    return `${this.#loc.dir}${path.sep}${name}`;
+  }
+
   run(): RecoveryReport {
+    this.#list();
+    // The pass is over, whatever it could do: the last call is (total, total).
+    this.#done = this.#total;
+    this.#progress();
+    return this.report;
+  }
+
+  #list(): void {
     const { home, dir } = this.#loc;
     if (!fs.existsSync(home)) {
       if (isProfileHome(home)) this.error(home, 'EPROFILE_MISSING', `named profile home does not exist: ${home}`);
-      return this.report;
+      return;
     }
-    let entries: fs.Dirent[];
+    // First pass, in directory order, streamed: read each `*.json` file and keep only its name and ordering
+    // key (and, while a budget lasts, its text) in compact form. Files that cannot be replayed whatever their
+    // order are settled here.
+    const order = new RecoveryOrder(READ_AHEAD_BYTES);
+    let handle: fs.Dir;
     try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
+      handle = fs.opendirSync(dir, { bufferSize: 256 });
     } catch (err) {
       if (codeOf(err, '') !== 'ENOENT') this.error(dir, codeOf(err, 'EUNKNOWN'), `cannot list ${dir}: ${messageOf(err)}`);
-      return this.report;
+      return;
     }
-    const files = entries.filter((e) => e.name.endsWith('.json')).sort((a, b) => compareNames(a.name, b.name));
-    this.report.scanned = files.length;
-    const scanned: Scanned[] = [];
-    for (const entry of files) {
-      const p = path.join(dir, entry.name);
-      if (!entry.isFile()) {
-        this.keep(p, 'not-a-regular-file', `${entry.name} is not a regular file`);
-        continue;
+    try {
+      for (;;) {
+        let entry: fs.Dirent | null;
+        try {
+          entry = handle.readSync();
+        } catch (err) {
+          // Nothing is committed from a listing that broke off: the next pass sees the whole directory.
+          this.error(dir, codeOf(err, 'EUNKNOWN'), `cannot list ${dir}: ${messageOf(err)}`);
+          return;
+        }
+        if (entry === null) break;
+        if (entry.name.endsWith('.json')) this.#scan(entry, order);
       }
-      const s = this.#scan(entry.name, p);
-      if (s !== undefined) scanned.push(s);
+    } finally {
+      handle.closeSync();
     }
-    // Chronological replay: (ts, seq, name); see orderingKey for missing/NaN values.
-    scanned.sort((a, b) => a.ts - b.ts || a.seq - b.seq || compareNames(a.name, b.name));
-    for (const s of scanned) this.#process(s);
-    this.#commit();
+    // What the first pass settled is reported in name order.
     const r = this.report;
+    for (const list of [r.kept, r.foreignOwner, r.errors]) list.sort((x, y) => compareNames(x.path, y.path));
+
+    // Second pass, in recovery order (ts, seq, name), batch by batch: each file is parsed again (and read
+    // again unless its text was kept), decided, and committed with its batch; nothing of a committed batch
+    // stays in memory but its report entries.
+    for (const i of order.order()) {
+      const name = order.name(i);
+      const text = order.text(i);
+      this.#process(name, this.#path(name), text === undefined ? undefined : spoolTextOf(text));
+      if (this.#queue.length >= this.#batchSize || this.#queueText >= BATCH_TEXT_LIMIT) this.#commit();
+    }
+    this.#commit();
     this.#logger.info(
       `pending-message recovery: ${r.inserted.length} inserted, ${r.alreadyCommitted.length} already committed, ` +
         `${r.kept.length} kept, ${r.bad.length} bad, ${r.snapshots.length} snapshot(s), ${r.foreignOwner.length} foreign, ` +
         `${r.errors.length} error(s)`,
       { path: dir },
     );
-    return r;
   }
 
-  /** Reads a file exactly once; undefined when it is handled (foreign, vanished, unreadable, unparseable). */
-  #scan(name: string, p: string): Scanned | undefined {
-    let raw: Buffer;
+  /** First-pass work on one `*.json` directory entry. */
+  #scan(entry: fs.Dirent, order: RecoveryOrder): void {
+    const name = entry.name;
+    const p = this.#path(name);
+    this.report.scanned++;
+    this.#total++;
+    if (!entry.isFile()) {
+      this.keep(p, 'not-a-regular-file', `${name} is not a regular file`);
+      this.#done++;
+      return;
+    }
+    const content = this.#read(name, p);
+    if (content === undefined) {
+      this.#done++;
+      return;
+    }
+    let payload: unknown;
     try {
-      const fd = fs.openSync(p, fs.constants.O_RDONLY | NOFOLLOW);
-      try {
-        raw = fs.readFileSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
+      payload = parseJsonTolerant(content.text);
     } catch (err) {
+      this.keep(p, 'unparseable', `${name}: ${messageOf(err)}`);
+      this.#done++;
+      return;
+    }
+    const { ts, seq } = orderingKey(payload);
+    order.add(name, ts, seq, content.bytes === undefined ? content.source : undefined);
+  }
+
+  /**
+   * Reads a file (`O_NOFOLLOW`); undefined when it is settled instead: vanished (a concurrent pass recovered
+   * it), a symbolic link, another uid's, invalid UTF-8 or unreadable.
+   */
+  #read(name: string, p: string): SpoolText | undefined {
+    try {
+      return readSpoolText(p);
+    } catch (err) {
+      if (err instanceof InvalidUtf8Error) {
+        this.keep(p, 'unparseable', `${name}: ${messageOf(err)}`);
+        return undefined;
+      }
       const code = codeOf(err, 'EUNKNOWN');
       if (code === 'ENOENT') return undefined; // recovered by a concurrent pass meanwhile
       if (code === 'ELOOP') {
@@ -240,73 +316,80 @@ class Pass {
       this.error(p, code, `cannot read ${p}: ${messageOf(err)}`);
       return undefined;
     }
-    const receiptId = createHash('sha256').update(name).update('\u0000').update(raw).digest('hex');
-    let payload: unknown;
-    try {
-      // TextDecoder drops a UTF-8 BOM (Python's utf-8-sig) and, with `fatal`, refuses invalid UTF-8.
-      const text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
-      payload = parseJsonTolerant(text);
-    } catch (err) {
-      this.keep(p, 'unparseable', `${name}: ${messageOf(err)}`);
-      return undefined;
-    }
-    const { ts, seq } = orderingKey(payload);
-    return { name, path: p, receiptId, payload, ts, seq };
   }
 
-  #process(s: Scanned): void {
-    const store = this.#options.store;
+  #process(name: string, p: string, kept: SpoolText | undefined): void {
     if (this.#storeDown) {
-      this.keep(s.path, 'store-error', 'the session store failed earlier in this pass');
+      this.keep(p, 'store-error', 'the session store failed earlier in this pass');
+      this.#done++;
       return;
     }
+    const content = kept ?? this.#read(name, p);
+    if (content === undefined) {
+      this.#done++;
+      return;
+    }
+    let payload: unknown;
+    try {
+      payload = parseJsonTolerant(content.text);
+    } catch (err) {
+      this.keep(p, 'unparseable', `${name}: ${messageOf(err)}`); // changed since the first pass
+      this.#done++;
+      return;
+    }
+    const receiptId = receiptIdOf(name, content);
+    let decision: Decision;
+    let failure: { readonly err: unknown } | undefined;
+    try {
+      decision = this.#decide(name, payload);
+    } catch (err) {
+      failure = { err };
+      decision = { type: 'keep', reason: 'read-error', detail: messageOf(err) };
+    }
+    if (decision.type === 'commit') {
+      // The store checks the receipt atomically with the commit (a committed receipt → `duplicate`).
+      this.#queue.push({
+        path: p,
+        kind: decision.kind,
+        sessionId: decision.sessionId,
+        entry: { receiptId, fileName: name, rows: decision.rows },
+      });
+      this.#queueText += content.text.length;
+      return;
+    }
+    this.#done++;
+    // A file that will not be committed now may still have been committed by an earlier pass (which crashed
+    // before removing it): then it is only removed.
     let committed: boolean;
     try {
-      committed = store.hasReceipt(s.receiptId);
+      committed = this.#options.store.hasReceipt(receiptId);
     } catch (err) {
       this.#storeFailed(err);
-      this.keep(s.path, 'store-error', 'the session store failed earlier in this pass');
+      this.keep(p, 'store-error', 'the session store failed earlier in this pass');
       return;
     }
     if (committed) {
-      this.report.alreadyCommitted.push({ path: s.path, receiptId: s.receiptId, removed: this.#remove(s.path) });
+      this.report.alreadyCommitted.push({ path: p, receiptId, removed: this.#remove(p) });
       return;
     }
-    let decision: Decision;
-    try {
-      decision = this.#decide(s);
-    } catch (err) {
-      this.error(s.path, codeOf(err, 'EUNKNOWN'), `cannot interpret ${s.path}: ${messageOf(err)}`);
-      this.keep(s.path, 'read-error', messageOf(err));
+    if (failure !== undefined) {
+      this.error(p, codeOf(failure.err, 'EUNKNOWN'), `cannot interpret ${p}: ${messageOf(failure.err)}`);
+    }
+    if (decision.type === 'keep') {
+      this.keep(p, decision.reason, decision.detail);
       return;
     }
-    switch (decision.type) {
-      case 'keep':
-        this.keep(s.path, decision.reason, decision.detail);
-        return;
-      case 'snapshot':
-        this.report.snapshots.push({ path: s.path, sessionId: decision.sessionId, count: decision.count });
-        this.#logger.warn('agent-history snapshot left for the operator (not replayed automatically)', {
-          path: s.path,
-          session_id: decision.sessionId ?? undefined,
-          count: decision.count ?? undefined,
-        });
-        return;
-      case 'commit':
-        this.#queue.push({
-          file: s,
-          kind: decision.kind,
-          sessionId: decision.sessionId,
-          entry: { receiptId: s.receiptId, fileName: s.name, rows: decision.rows },
-        });
-        if (this.#queue.length >= this.#batchSize) this.#commit();
-    }
+    this.report.snapshots.push({ path: p, sessionId: decision.sessionId, count: decision.count });
+    this.#logger.warn('agent-history snapshot left for the operator (not replayed automatically)', {
+      path: p,
+      session_id: decision.sessionId ?? undefined,
+      count: decision.count ?? undefined,
+    });
   }
 
-  #decide(s: Scanned): Decision {
-    const p = s.payload;
+  #decide(name: string, p: unknown): Decision {
     if (!isRecord(p)) {
-      return { type: 'keep', reason: 'not-an-object', detail: `${s.name} holds ${Array.isArray(p) ? 'an array' : typeof p}` };
+      return { type: 'keep', reason: 'not-an-object', detail: `${name} holds ${Array.isArray(p) ? 'an array' : typeof p}` };
     }
     const version = p.schema_version;
     if (
@@ -403,9 +486,12 @@ class Pass {
   #commit(): void {
     const queue = this.#queue;
     this.#queue = [];
+    this.#queueText = 0;
     if (queue.length === 0) return;
+    this.#done += queue.length;
     if (this.#storeDown) {
-      for (const q of queue) this.keep(q.file.path, 'store-error', 'the session store failed earlier in this pass');
+      for (const q of queue) this.keep(q.path, 'store-error', 'the session store failed earlier in this pass');
+      this.#progress();
       return;
     }
     let outcomes: ReturnType<SessionStore['commitRecovered']>;
@@ -413,36 +499,44 @@ class Pass {
       outcomes = this.#options.store.commitRecovered(queue.map((q) => q.entry));
     } catch (err) {
       this.#storeFailed(err);
-      for (const q of queue) this.keep(q.file.path, 'store-error', messageOf(err));
+      for (const q of queue) this.keep(q.path, 'store-error', messageOf(err));
+      this.#progress();
       return;
     }
-    const committed = queue
-      .filter((_q, i) => outcomes[i]?.status === 'inserted' || outcomes[i]?.status === 'duplicate')
-      .map((q) => q.file.path);
-    if (committed.length > 0) this.#options.hooks?.afterCommit?.(committed);
-    queue.forEach((q, i) => {
+    const afterCommit = this.#options.hooks?.afterCommit;
+    if (afterCommit !== undefined) {
+      const committed = queue
+        .filter((_q, i) => outcomes[i]?.status === 'inserted' || outcomes[i]?.status === 'duplicate')
+        .map((q) => q.path);
+      if (committed.length > 0) afterCommit(committed);
+    }
+    // Only now, with the batch's receipts durable, are its files removed (in recovery order).
+    for (let i = 0; i < queue.length; i++) {
+      const q = queue[i];
+      if (q === undefined) continue;
       const o = outcomes[i];
-      const p = q.file.path;
+      const p = q.path;
       if (o?.receiptId !== q.entry.receiptId) {
         this.keep(p, 'store-error', 'the store returned no outcome for this file');
-        return;
+        continue;
       }
       switch (o.status) {
         case 'inserted':
           this.report.inserted.push({ path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds });
           this.#remove(p);
-          return;
+          break;
         case 'duplicate':
           this.report.alreadyCommitted.push({ path: p, receiptId: o.receiptId, removed: this.#remove(p) });
-          return;
+          break;
         case 'unknown-session':
           this.keep(p, 'unknown-session', `session ${o.sessionId} does not exist in the store`);
-          return;
+          break;
         case 'rejected':
           this.#quarantine(p, o.error);
-          return;
+          break;
       }
-    });
+    }
+    this.#progress();
   }
 
   /** Removes a file whose receipt is committed. A failure is reported; the next pass removes it (no duplicate). */
@@ -481,10 +575,6 @@ function truthy(value: unknown): boolean {
   return value !== undefined && value !== null && value !== 0 && value !== '' && value !== false && !Number.isNaN(value);
 }
 
-function compareNames(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 function ownerOf(p: string): number | undefined {
   try {
     return fs.lstatSync(p).uid;
@@ -495,12 +585,14 @@ function ownerOf(p: string): number | undefined {
 
 /**
  * Replays the shutdown spool of a home into a session store, exactly once:
- * 1. every `*.json` in `pending_messages/` is read once (UTF-8, BOM tolerated; Python's NaN/Infinity accepted);
- * 2. files are ordered by `(ts, seq, name)`;
+ * 1. a first pass reads every `*.json` in `pending_messages/` (`O_NOFOLLOW`; UTF-8, BOM tolerated; Python's
+ *    NaN/Infinity accepted) and keeps only its name and ordering key — and its text while all texts fit 8 MiB;
+ * 2. files are replayed in `(ts, seq, name)` order, batch by batch, each parsed again (and read again unless
+ *    its text was kept) when its batch comes, so memory does not grow with the payloads of the whole spool;
  * 3. each file is decided on its own (a corrupt file never aborts the pass): inserted, kept (with a reason),
  *    left as an agent-history snapshot, or — when the store rejects its row — renamed `.bad`;
  * 4. a file's rows and its receipt (sha256 of name and bytes) are committed in one transaction, and only then
- *    is the file removed; a file whose receipt already exists is just removed.
+ *    (after the batch's commit) is the file removed; a file whose receipt already exists is just removed.
  * Files another uid owns (unreadable 0600 payloads) are left in place and reported as that uid's.
  * Never throws for file or store problems: everything lands in the report.
  */
@@ -511,17 +603,18 @@ export function recoverPending(options: RecoverOptions): RecoveryReport {
   } catch (err) {
     const p = options.home ?? '';
     const code = codeOf(err, 'EUNKNOWN');
-    return {
-      dir: p,
-      scanned: 0,
-      inserted: [],
-      alreadyCommitted: [],
-      kept: [],
-      bad: [],
-      snapshots: [],
-      foreignOwner: [],
-      errors: [{ path: p, code, message: messageOf(err), hint: hintFor(code, p, euid(), egid()) }],
-    };
+    const report = emptyReport(p);
+    report.errors.push({ path: p, code, message: messageOf(err), hint: hintFor(code, p, euid(), egid()) });
+    try {
+      options.onProgress?.(0, 0);
+    } catch {
+      // a progress bar's failure changes nothing
+    }
+    return report;
   }
   return new Pass(options, loc).run();
+}
+
+function emptyReport(dir: string): RecoveryReport {
+  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [] };
 }

@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { sweepTempFilesSync, type TempFile } from '@hermes/fs-policy';
-import { parseJsonTolerant } from './json.js';
 import { type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord } from './payload.js';
+import { readSpoolPayload } from './read.js';
 import { spoolLocation, type SpoolLocationOptions } from './spool.js';
 
 export interface SpoolStatsOptions extends SpoolLocationOptions {
@@ -26,15 +26,28 @@ export interface SpoolStats {
   readonly byKind: Record<string, number>;
   /** Agent-history snapshots waiting for the operator. */
   snapshots: number;
+  /** The snapshots' size and age, as {@link prune} sees it. */
+  readonly snapshotFiles: SpoolAge & { count: number; bytes: number; /** Smallest finite `ts`, or null. */ oldestTs: number | null };
   /** Payloads that are not valid JSON objects. */
   unparseable: number;
-  /** `.bad` files (rows the session store rejected). */
-  readonly bad: { count: number; bytes: number };
+  /** `.bad` files (rows the session store rejected); their age is by modification time, as {@link prune} sees it. */
+  readonly bad: SpoolAge & { count: number; bytes: number };
   /** Payloads this uid cannot read, by owner (they belong to another uid's recovery). */
   readonly foreign: { readonly path: string; readonly uid: number }[];
   /** Leftover temp files of interrupted writes (fs-policy's sweep); `stale` ones are safe to remove. */
   readonly tempFiles: { count: number; stale: number; bytes: number };
   readonly errors: { readonly path: string; readonly code: string }[];
+}
+
+/** The age of the oldest file of a category. */
+export interface SpoolAge {
+  /** The oldest modification time, epoch milliseconds, or null when there is no such file. */
+  oldestMtime: number | null;
+  /**
+   * The age of the oldest file at `now`, in milliseconds, as {@link prune} measures it (`.bad`: by modification
+   * time; snapshots: by `ts`, else modification time); null when there is no such file.
+   */
+  oldestAgeMs: number | null;
 }
 
 function codeOf(err: unknown): string {
@@ -59,10 +72,16 @@ function euid(): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : -1;
 }
 
+function older(age: SpoolAge, mtime: number, ageMs: number): void {
+  age.oldestMtime = age.oldestMtime === null ? mtime : Math.min(age.oldestMtime, mtime);
+  age.oldestAgeMs = age.oldestAgeMs === null ? ageMs : Math.max(age.oldestAgeMs, ageMs);
+}
+
 /** A picture of the spool for operators and dashboards: size, age, kinds, quarantined and leftover files. */
 export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats {
   const opts: SpoolStatsOptions = typeof options === 'string' ? { home: options } : options;
   const { dir } = spoolLocation(opts);
+  const now = opts.now ?? Date.now();
   const stats: SpoolStats = {
     dir,
     exists: false,
@@ -73,8 +92,9 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
     byReason: {},
     byKind: {},
     snapshots: 0,
+    snapshotFiles: { count: 0, bytes: 0, oldestTs: null, oldestMtime: null, oldestAgeMs: null },
     unparseable: 0,
-    bad: { count: 0, bytes: 0 },
+    bad: { count: 0, bytes: 0, oldestMtime: null, oldestAgeMs: null },
     foreign: [],
     tempFiles: { count: 0, stale: 0, bytes: 0 },
     errors: [],
@@ -85,16 +105,18 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
   for (const entry of entries) {
     if (!entry.isFile()) continue;
     const p = path.join(dir, entry.name);
-    let size: number;
+    let st: fs.Stats;
     try {
-      size = fs.lstatSync(p).size;
+      st = fs.lstatSync(p);
     } catch (err) {
       if (codeOf(err) !== 'ENOENT') result.errors.push({ path: p, code: codeOf(err) });
       continue;
     }
+    const size = st.size;
     if (entry.name.endsWith('.bad')) {
       result.bad.count++;
       result.bad.bytes += size;
+      older(result.bad, st.mtimeMs, now - st.mtimeMs);
       continue;
     }
     if (!entry.name.endsWith('.json')) continue;
@@ -102,16 +124,11 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
     result.bytes += size;
     let payload: unknown;
     try {
-      payload = parseJsonTolerant(new TextDecoder('utf-8', { fatal: true }).decode(fs.readFileSync(p)));
+      payload = readSpoolPayload(p);
     } catch (err) {
       const code = codeOf(err);
       if (code === 'EACCES' || code === 'EPERM') {
-        let uid = -1;
-        try {
-          uid = fs.lstatSync(p).uid;
-        } catch {
-          /* vanished */
-        }
+        const uid = st.uid;
         if (uid !== euid()) {
           result.foreign.push({ path: p, uid });
           continue;
@@ -129,15 +146,23 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
     }
     const kind = classifyPayload(payload);
     bump(result.byKind, kind);
-    if (kind === 'agent_history') result.snapshots++;
     if (typeof payload.reason === 'string') bump(result.byReason, payload.reason);
     const ts = payload.ts;
-    if (typeof ts === 'number' && Number.isFinite(ts) && ts > 0) {
+    const hasTs = typeof ts === 'number' && Number.isFinite(ts) && ts > 0;
+    if (hasTs) {
       result.oldestTs = result.oldestTs === null ? ts : Math.min(result.oldestTs, ts);
       result.newestTs = result.newestTs === null ? ts : Math.max(result.newestTs, ts);
     }
+    if (kind === 'agent_history') {
+      result.snapshots++;
+      const snap = result.snapshotFiles;
+      snap.count++;
+      snap.bytes += size;
+      if (hasTs) snap.oldestTs = snap.oldestTs === null ? ts : Math.min(snap.oldestTs, ts);
+      older(snap, st.mtimeMs, hasTs ? now - ts * 1000 : now - st.mtimeMs);
+    }
   }
-  const sweep = sweepTempFilesSync(dir, { recursive: false, ...(opts.now === undefined ? {} : { now: opts.now }) });
+  const sweep = sweepTempFilesSync(dir, { recursive: false, now });
   result.tempFiles.count = sweep.found.length;
   result.tempFiles.stale = sweep.found.filter((t) => t.stale).length;
   result.tempFiles.bytes = sweep.found.reduce((n, t) => n + t.size, 0);
@@ -217,7 +242,7 @@ export function prune(options: PruneOptions): PruneReport {
     if (!include.has('snapshots') || !entry.name.endsWith('.json')) continue;
     let payload: unknown;
     try {
-      payload = parseJsonTolerant(new TextDecoder('utf-8', { fatal: true }).decode(fs.readFileSync(p)));
+      payload = readSpoolPayload(p);
     } catch {
       continue; // unreadable or unparseable: not provably a snapshot, never pruned
     }

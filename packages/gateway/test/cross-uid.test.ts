@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createTestUsers, isRoot, lastJson, makeScenarioHome, modeOf, runNode, scenario, type TestUsers } from '@hermes/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FlushReport, RecoveryReport } from '../src/index.js';
+import type { FlushReport, RecoveryReport, SpoolEntry } from '../src/index.js';
 import { fixture, names, spoolDir, tempDir } from './helpers.js';
 
 interface RecoverChild {
@@ -90,6 +90,11 @@ describe.skipIf(!isRoot)('the seed scenario with two real uids in a shared group
     const bFile = bReport.written[0]?.path ?? '';
     expect(modeOf(bFile)).toBe('0600');
     expect(fs.statSync(bFile).uid).toBe(uidB);
+
+    // A's listing shows B's payload as foreign (metadata from lstat only).
+    const listed = lastJson<SpoolEntry[]>(runNode(fixture('list.mjs'), [], { umask: 0o007, env, ...as(uidA) }));
+    expect(listed.find((e) => e.path === bFile)).toMatchObject({ kind: 'unknown', problem: 'foreign', error: 'EACCES', uid: uidB, mode: 0o600 });
+    expect(listed.filter((e) => e.problem === null).map((e) => e.kind)).toEqual(['pending']);
 
     // A's recovery: its own payload inserted; B's 0600 payload is unreadable to A, left and reported as B's.
     const ra = lastJson<RecoverChild>(runNode(fixture('recover.mjs'), [JSON.stringify({ session: SESSION_A })], { umask: 0o007, env, ...as(uidA) }));

@@ -32,9 +32,12 @@ describe('spoolStats', () => {
   it('counts payloads, bytes, age, kinds, reasons, .bad files and leftover temp files', () => {
     const home = setup();
     const stats = spoolStats({ home, now: NOW_MS });
+    const sizeOf = (n: string): number => fs.statSync(path.join(spoolDir(home), n)).size;
     const jsonBytes = names(spoolDir(home))
       .filter((n) => n.endsWith('.json'))
-      .reduce((sum, n) => sum + fs.statSync(path.join(spoolDir(home), n)).size, 0);
+      .reduce((sum, n) => sum + sizeOf(n), 0);
+    const snapshotNames = ['pending-00000000000000000000000000000004.json', 'pending-00000000000000000000000000000005.json'];
+    const snapshotMtime = Math.min(...snapshotNames.map((n) => fs.statSync(path.join(spoolDir(home), n)).mtimeMs));
     expect(stats).toEqual({
       dir: spoolDir(home),
       exists: true,
@@ -50,8 +53,16 @@ describe('spoolStats', () => {
       },
       byKind: { pending: 1, overflow: 1, transcript_cap_drop: 1, agent_history: 2 },
       snapshots: 2,
+      // Snapshots age by ts (40 days), as prune sees them; .bad files by mtime (45 days).
+      snapshotFiles: {
+        count: 2,
+        bytes: snapshotNames.reduce((sum, n) => sum + sizeOf(n), 0),
+        oldestTs: NOW_MS / 1000 - 40 * DAY,
+        oldestMtime: snapshotMtime,
+        oldestAgeMs: 40 * DAY * 1000,
+      },
       unparseable: 1,
-      bad: { count: 2, bytes: 4 },
+      bad: { count: 2, bytes: 4, oldestMtime: NOW_MS - 45 * DAY * 1000, oldestAgeMs: 45 * DAY * 1000 },
       foreign: [],
       tempFiles: { count: 1, stale: 1, bytes: 5 },
       errors: [],
@@ -61,6 +72,8 @@ describe('spoolStats', () => {
   it('a home without a spool is empty, not an error', () => {
     const stats = spoolStats(path.join(tempDir(), 'home'));
     expect(stats).toMatchObject({ exists: false, count: 0, bytes: 0, oldestTs: null, errors: [] });
+    expect(stats.bad).toEqual({ count: 0, bytes: 0, oldestMtime: null, oldestAgeMs: null });
+    expect(stats.snapshotFiles).toEqual({ count: 0, bytes: 0, oldestTs: null, oldestMtime: null, oldestAgeMs: null });
   });
 });
 

@@ -232,6 +232,39 @@ interface NormalisedMessage {
   displayMetadata: string | null;
 }
 
+const INSERT_MESSAGE_SQL =
+  'INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, ' +
+  'finish_reason, platform_message_id, display_kind, display_metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** Runs {@link INSERT_MESSAGE_SQL} (prepared) for one message. */
+function insertMessage(statement: Database.Statement, m: NormalisedMessage): Database.RunResult {
+  return statement.run(
+    m.sessionId,
+    m.role,
+    m.content,
+    m.toolCallId,
+    m.toolCalls,
+    m.toolName,
+    m.timestamp,
+    m.tokenCount,
+    m.finishReason,
+    m.platformMessageId,
+    m.displayKind,
+    m.displayMetadata,
+  );
+}
+
+/** Thrown inside a fast-path batch when an entry failed after its first write: replay with savepoints. */
+class ReplayWithSavepoints extends Error {
+  constructor(cause: unknown) {
+    super('replay the recovery batch with one savepoint per entry', { cause });
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 type LooseMessage = { readonly [K in keyof AppendMessageInput]?: unknown };
 
 function normaliseMessage(input: LooseMessage): NormalisedMessage {
@@ -384,23 +417,7 @@ export class SessionDb {
   }
 
   #insert(m: NormalisedMessage): number {
-    const info = this.#stmt(
-      'INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, ' +
-        'finish_reason, platform_message_id, display_kind, display_metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(
-      m.sessionId,
-      m.role,
-      m.content,
-      m.toolCallId,
-      m.toolCalls,
-      m.toolName,
-      m.timestamp,
-      m.tokenCount,
-      m.finishReason,
-      m.platformMessageId,
-      m.displayKind,
-      m.displayMetadata,
-    );
+    const info = insertMessage(this.#stmt(INSERT_MESSAGE_SQL), m);
     this.#stmt(
       'UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, ' +
         'tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?',
@@ -520,52 +537,104 @@ export class SessionDb {
   }
 
   /**
-   * Commits recovered spool files: for each entry, its rows and its receipt (`recovery_receipts`) are written
-   * in one savepoint, all entries in one write transaction (one fsync for the batch). Per entry:
+   * Commits recovered spool files, all entries in one `BEGIN IMMEDIATE` write transaction (one fsync for the
+   * batch); each entry's rows and its receipt (`recovery_receipts`) are written together or not at all. Per entry:
    * - a receipt that already exists → `duplicate` (nothing inserted: the file was recovered before);
    * - a row whose session has no row in `sessions` → `unknown-session` (nothing inserted);
    * - a row that cannot be stored (wrong type, constraint) → `rejected` (that entry rolled back, others kept);
    * - otherwise `inserted` with the new row ids.
    * A failure of the database itself (locked, full, I/O error, corrupt) rolls the whole batch back and throws.
+   *
+   * Speed: every row is validated and every session looked up (once per batch) before an entry writes
+   * anything, the receipt is claimed first (`ON CONFLICT DO NOTHING`, which doubles as the duplicate check) and
+   * the sessions' counters are updated once per session at the end of the batch, so an entry normally costs
+   * two statements and no savepoint. Should a write of an entry fail after its first one succeeded (a
+   * constraint only the database knows, e.g. a trigger), the batch is rolled back and replayed with one
+   * savepoint per entry, which isolates that entry exactly as before.
    */
   commitRecovered(entries: readonly RecoveryEntry[]): RecoveryOutcome[] {
     this.#writable();
     const insertedAt = nowSeconds();
-    const one = this.#db.transaction((entry: RecoveryEntry): RecoveryOutcome => {
-      if (this.#stmt('SELECT 1 FROM recovery_receipts WHERE receipt_id = ?').get(entry.receiptId) !== undefined) {
-        return { receiptId: entry.receiptId, status: 'duplicate' };
+    try {
+      return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, false)).immediate();
+    } catch (err) {
+      if (!(err instanceof ReplayWithSavepoints)) throw err;
+    }
+    return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, true)).immediate();
+  }
+
+  #commitBatch(entries: readonly RecoveryEntry[], insertedAt: number, savepoints: boolean): RecoveryOutcome[] {
+    const selectReceipt = this.#stmt('SELECT 1 FROM recovery_receipts WHERE receipt_id = ?');
+    const claimReceipt = this.#stmt(
+      'INSERT INTO recovery_receipts (receipt_id, file_name, inserted_at, rows) VALUES (?, ?, ?, ?) ' +
+        'ON CONFLICT (receipt_id) DO NOTHING',
+    );
+    const insertStatement = this.#stmt(INSERT_MESSAGE_SQL);
+    const sessions = new Map<string, boolean>();
+    const counters = new Map<string, { messages: number; toolCalls: number }>();
+    const exists = (id: string): boolean => {
+      let known = sessions.get(id);
+      if (known === undefined) {
+        known = this.#sessionExists(id);
+        sessions.set(id, known);
       }
-      const rows = entry.rows.map((r) => normaliseMessage(r));
+      return known;
+    };
+    const duplicateOr = (entry: RecoveryEntry, outcome: RecoveryOutcome): RecoveryOutcome =>
+      selectReceipt.get(entry.receiptId) === undefined ? outcome : { receiptId: entry.receiptId, status: 'duplicate' };
+
+    const one = (entry: RecoveryEntry): RecoveryOutcome => {
+      let rows: NormalisedMessage[];
+      try {
+        rows = entry.rows.map((r) => normaliseMessage(r));
+      } catch (err) {
+        if (!isRowRejection(err)) throw err;
+        return duplicateOr(entry, { receiptId: entry.receiptId, status: 'rejected', error: messageOf(err) });
+      }
       for (const r of rows) {
-        if (!this.#sessionExists(r.sessionId)) {
-          return { receiptId: entry.receiptId, status: 'unknown-session', sessionId: r.sessionId };
+        if (!exists(r.sessionId)) {
+          return duplicateOr(entry, { receiptId: entry.receiptId, status: 'unknown-session', sessionId: r.sessionId });
         }
       }
-      const rowIds = rows.map((r) => this.#insert(r));
-      this.#stmt('INSERT INTO recovery_receipts (receipt_id, file_name, inserted_at, rows) VALUES (?, ?, ?, ?)').run(
-        entry.receiptId,
-        entry.fileName,
-        insertedAt,
-        rowIds.length,
-      );
+      // Claiming the receipt is the entry's first write: a failure here leaves nothing of the entry behind.
+      if (claimReceipt.run(entry.receiptId, entry.fileName, insertedAt, rows.length).changes === 0) {
+        return { receiptId: entry.receiptId, status: 'duplicate' };
+      }
+      const rowIds = rows.map((m) => {
+        try {
+          return Number(insertMessage(insertStatement, m).lastInsertRowid);
+        } catch (err) {
+          // The receipt is already written: only a savepoint can take this entry back on its own.
+          if (!savepoints && isRowRejection(err)) throw new ReplayWithSavepoints(err);
+          throw err;
+        }
+      });
+      for (const m of rows) {
+        const c = counters.get(m.sessionId);
+        if (c === undefined) counters.set(m.sessionId, { messages: 1, toolCalls: m.toolCallCount });
+        else {
+          c.messages++;
+          c.toolCalls += m.toolCallCount;
+        }
+      }
       return { receiptId: entry.receiptId, status: 'inserted', rowIds };
+    };
+    const isolated = savepoints ? this.#db.transaction(one) : one;
+
+    const outcomes = entries.map((entry): RecoveryOutcome => {
+      try {
+        return isolated(entry);
+      } catch (err) {
+        if (err instanceof ReplayWithSavepoints || !isRowRejection(err)) throw err;
+        return { receiptId: entry.receiptId, status: 'rejected', error: messageOf(err) };
+      }
     });
-    return this.#db
-      .transaction(() =>
-        entries.map((entry): RecoveryOutcome => {
-          try {
-            return one(entry);
-          } catch (err) {
-            if (!isRowRejection(err)) throw err;
-            return {
-              receiptId: entry.receiptId,
-              status: 'rejected',
-              error: err instanceof Error ? err.message : String(err),
-            };
-          }
-        }),
-      )
-      .immediate();
+    const bump = this.#stmt(
+      'UPDATE sessions SET message_count = COALESCE(message_count, 0) + ?, ' +
+        'tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?',
+    );
+    for (const [id, c] of counters) bump.run(c.messages, c.toolCalls, id);
+    return outcomes;
   }
 
   /** Closes the connection (idempotent). SQLite checkpoints the WAL and removes -wal/-shm when it is the last. */

@@ -248,6 +248,65 @@ describe('recovery receipts (exactly once)', () => {
     db.close();
   });
 
+  it('isolates an entry the database itself rejects after its first write (replayed with savepoints)', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    // A constraint only the database knows (as a reference schema's trigger could be): no validation sees it.
+    const raw = new Database(file);
+    raw.exec(
+      "CREATE TRIGGER no_boom BEFORE INSERT ON messages WHEN NEW.content = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
+    );
+    raw.close();
+    const outcomes = db.commitRecovered([
+      { receiptId: 'a', fileName: 'a.json', rows: [{ sessionId: 's1', role: 'user', content: 'first' }] },
+      {
+        receiptId: 'b',
+        fileName: 'b.json',
+        rows: [
+          { sessionId: 's1', role: 'user', content: 'inserted, then taken back' },
+          { sessionId: 's1', role: 'user', content: 'boom', toolCalls: [{ id: 'c' }] },
+        ],
+      },
+      { receiptId: 'a', fileName: 'a.json', rows: [{ sessionId: 's1', role: 'user', content: 'same receipt again' }] },
+      { receiptId: 'c', fileName: 'c.json', rows: [{ sessionId: 's1', role: 'assistant', content: 'last', toolCalls: [{ id: 'x' }] }] },
+    ]);
+    expect(outcomes).toEqual([
+      { receiptId: 'a', status: 'inserted', rowIds: [1] },
+      { receiptId: 'b', status: 'rejected', error: 'boom refused' },
+      { receiptId: 'a', status: 'duplicate' },
+      { receiptId: 'c', status: 'inserted', rowIds: [2] },
+    ]);
+    expect(rawRows(file, 'SELECT id, content FROM messages ORDER BY id')).toEqual([
+      [1, 'first'],
+      [2, 'last'],
+    ]);
+    expect(rawRows(file, 'SELECT receipt_id, rows FROM recovery_receipts ORDER BY receipt_id')).toEqual([
+      ['a', 1],
+      ['c', 1],
+    ]);
+    expect(rawRows(file, 'SELECT message_count, tool_call_count FROM sessions')).toEqual([[2, 1]]);
+    db.close();
+  });
+
+  it('counts every row of a batch once per session, and claims a receipt only with its rows', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    db.createSession({ id: 's2', source: 'cli' });
+    const entries = Array.from({ length: 50 }, (_, i) => ({
+      receiptId: `r${i}`,
+      fileName: `f${i}.json`,
+      rows: i % 10 === 9 ? [] : [{ sessionId: i % 2 === 0 ? 's1' : 's2', role: 'user', content: `m${i}` }],
+    }));
+    const outcomes = db.commitRecovered(entries);
+    expect(outcomes.every((o) => o.status === 'inserted')).toBe(true);
+    expect(rawRows(file, 'SELECT id, message_count FROM sessions ORDER BY id')).toEqual([
+      ['s1', 25],
+      ['s2', 20],
+    ]);
+    expect(rawRows(file, 'SELECT COUNT(*), SUM(rows) FROM recovery_receipts')).toEqual([[50, 45]]);
+    db.close();
+  });
+
   it('rolls back the whole batch and throws when the database itself fails', () => {
     const home = tempDir();
     const db = openSessionDb({ home });

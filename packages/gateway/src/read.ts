@@ -1,0 +1,98 @@
+import { createHash, hash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { parseJsonTolerant } from './json.js';
+
+const constants = fs.constants as Partial<typeof fs.constants>;
+
+/**
+ * How spool files are opened for reading: never through a symbolic link (`O_NOFOLLOW`: a link fails with
+ * `ELOOP`), never blocking on a FIFO someone put in the directory (`O_NONBLOCK` has no effect on a regular
+ * file), and without updating the access time (`O_NOATIME`: recovery reads each file just before deleting it,
+ * and an atime update is an inode write, journalled, per file). `O_NOATIME` is refused (`EPERM`) on a file of
+ * another uid unless the process may change its times; such a file is read again without it.
+ */
+export const READ_FLAGS: number = fs.constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+const NOATIME: number = constants.O_NOATIME ?? 0;
+
+/**
+ * A numeric `open(2)` flag as the `flag` option of `fs.readFileSync`. Node accepts a number there ("the flag
+ * can also be a number", File system flags); @types/node only declares the string form.
+ */
+function flagOption(flags: number): string {
+  return flags as unknown as string;
+}
+
+/** Reads a whole file as UTF-8 (one native call: open, read, close), with O_NOATIME when it is allowed. */
+function readUtf8(p: string): string {
+  if (NOATIME !== 0) {
+    try {
+      return fs.readFileSync(p, { encoding: 'utf8', flag: flagOption(READ_FLAGS | NOATIME) });
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
+    }
+  }
+  return fs.readFileSync(p, { encoding: 'utf8', flag: flagOption(READ_FLAGS) });
+}
+
+const REPLACEMENT = '\uFFFD';
+const BOM = 0xfeff;
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A spool file that is not valid UTF-8 (the decoder's message); such a file is unparseable, not unreadable. */
+export class InvalidUtf8Error extends Error {
+  override readonly name = 'InvalidUtf8Error';
+}
+
+/** A spool file's content as text, with what the receipt id is computed from. */
+export interface SpoolText {
+  /** The decoded text (a UTF-8 BOM removed), ready for {@link parseJsonTolerant}. */
+  readonly text: string;
+  /**
+   * The file's exact bytes when they had to be read as bytes (the text holds U+FFFD); undefined when the
+   * decoded text re-encodes to exactly the file's bytes (the common case).
+   */
+  readonly bytes: Buffer | undefined;
+  /** The decoded text before the BOM was removed: its UTF-8 encoding is the file's bytes (when `bytes` is unset). */
+  readonly source: string;
+}
+
+/**
+ * Reads a spool file once as UTF-8 (one native call: open, read, close). Invalid UTF-8 is refused as Python's
+ * `utf-8-sig` refuses it ({@link InvalidUtf8Error}), a BOM is accepted. Throws the fs error (`code`: ENOENT, ELOOP, EACCES, …).
+ *
+ * Valid UTF-8 decodes to a string whose UTF-8 encoding is the same bytes, so the receipt can be computed from
+ * the text; only text that contains U+FFFD (the decoder's replacement for invalid bytes, or a real U+FFFD) is
+ * read again as bytes and decoded strictly.
+ */
+export function readSpoolText(p: string): SpoolText {
+  const source = readUtf8(p);
+  if (!source.includes(REPLACEMENT)) return spoolTextOf(source);
+  const bytes = fs.readFileSync(p, { flag: flagOption(READ_FLAGS) });
+  let text: string;
+  try {
+    // TextDecoder drops a UTF-8 BOM (Python's utf-8-sig) and, with `fatal`, refuses invalid UTF-8.
+    text = fatalUtf8.decode(bytes);
+  } catch (err) {
+    throw new InvalidUtf8Error(err instanceof Error ? err.message : String(err), { cause: err });
+  }
+  return { text, bytes, source: text };
+}
+
+/** The {@link SpoolText} of a file's valid UTF-8 content, decoded (`source`, a BOM included). */
+export function spoolTextOf(source: string): SpoolText {
+  return { text: source.charCodeAt(0) === BOM ? source.slice(1) : source, bytes: undefined, source };
+}
+
+/**
+ * The receipt id of a spool file: sha256 over its name, a NUL byte and its exact bytes, as lowercase hex.
+ * Identical for the same name and bytes whichever way the file was read.
+ */
+export function receiptIdOf(name: string, content: SpoolText): string {
+  if (content.bytes === undefined) return hash('sha256', `${name}\u0000${content.source}`, 'hex');
+  return createHash('sha256').update(name).update('\u0000').update(content.bytes).digest('hex');
+}
+
+/** Reads and parses a spool file (UTF-8, BOM tolerated, Python's NaN/Infinity accepted). Throws fs or parse errors. */
+export function readSpoolPayload(p: string): unknown {
+  return parseJsonTolerant(readSpoolText(p).text);
+}
