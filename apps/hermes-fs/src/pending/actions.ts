@@ -185,7 +185,6 @@ export function recoverAction(opts: CommonOptions): void {
     ? new SingleBar({ stream: process.stderr, format: 'recovering [{bar}] {value}/{total} files', hideCursor: true, clearOnComplete: false }, undefined)
     : null;
   bar?.start(total, 0);
-  let done = 0;
   const db = openSessionDb({ home });
   let report;
   try {
@@ -193,12 +192,10 @@ export function recoverAction(opts: CommonOptions): void {
       home,
       store: db,
       logger: opts.debug ? stderrGatewayLogger : silentLogger,
-      batchSize: showBar ? 100 : 500,
-      hooks: {
-        afterCommit: (paths) => {
-          done += paths.length;
-          bar?.update(done);
-        },
+      ...(showBar ? { batchSize: 100 } : {}),
+      onProgress: (done, all) => {
+        bar?.setTotal(all);
+        bar?.update(done);
       },
     });
   } finally {
