@@ -58,8 +58,7 @@ export function* secureMkdirPlan(
     const st = yield* lstatOrNull(target);
     if (st?.isDirectory() === true) {
       let linked = false;
-      for (const level of levels(target)) {
-        if (level === target || !isInside(level, root) || level === root) continue;
+      for (let level = path.dirname(target); level !== root && isInside(level, root); level = path.dirname(level)) {
         const lst = yield* lstatOrNull(level);
         if (lst?.isDirectory() !== true) {
           linked = true;

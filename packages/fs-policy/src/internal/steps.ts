@@ -49,8 +49,8 @@ export function* bestEffort<K extends OpName>(
 /** True when `child` is `parent` or lies below it (both absolute and normalised). */
 export function isInside(child: string, parent: string): boolean {
   if (child === parent) return true;
-  const rel = path.relative(parent, child);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  const prefix = parent.endsWith(path.sep) ? parent : parent + path.sep;
+  return child.startsWith(prefix);
 }
 
 /** Every ancestor of an absolute path from the filesystem root down to the path itself (root excluded). */
