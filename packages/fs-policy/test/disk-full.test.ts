@@ -4,18 +4,9 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRoot, tempRoot } from '@hermes/test-utils';
 import { atomicWriteSync, FsPolicyError, loadEnvironment, privateAppend, setLogger, silentLogger } from '../src/index.js';
+import { caught } from './helpers.js';
 
 setLogger(silentLogger);
-
-function caught(fn: () => unknown): FsPolicyError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof FsPolicyError) return e;
-    throw e;
-  }
-  throw new Error('expected an FsPolicyError');
-}
 
 // A real 64 KiB tmpfs: the device fills up for real.
 describe.skipIf(!isRoot)('disk full (root only: 64 KiB tmpfs)', () => {

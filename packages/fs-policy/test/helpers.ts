@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempRoot } from '@hermes/test-utils';
-import { loadEnvironment, type HermesEnvironment } from '../src/index.js';
+import { FsPolicyError, loadEnvironment, type HermesEnvironment } from '../src/index.js';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
@@ -24,4 +24,15 @@ export function tempEnv(options: { managed?: boolean; homeMode?: string } = {}):
 /** Every entry of a directory (names), sorted. */
 export function ls(dir: string): string[] {
   return fs.readdirSync(dir).sort();
+}
+
+/** Runs `fn` and returns the FsPolicyError it throws (any other outcome fails the test). */
+export function caught(fn: () => unknown): FsPolicyError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof FsPolicyError) return e;
+    throw e;
+  }
+  throw new Error('expected an FsPolicyError');
 }

@@ -5,26 +5,15 @@ import { modeOf, tempRoot } from '@hermes/test-utils';
 import {
   atomicWriteSync,
   ensureHermesHomeSync,
-  FsPolicyError,
   loadEnvironment,
   privateAppendSync,
   secureMkdirSync,
   setLogger,
   silentLogger,
 } from '../src/index.js';
-import { tempEnv } from './helpers.js';
+import { caught, tempEnv } from './helpers.js';
 
 setLogger(silentLogger);
-
-function caught(fn: () => unknown): FsPolicyError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof FsPolicyError) return e;
-    throw e;
-  }
-  throw new Error('expected an FsPolicyError');
-}
 
 describe('symlinks', () => {
   it('a link to a file inside the root is written through and survives', () => {
