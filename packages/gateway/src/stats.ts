@@ -68,6 +68,26 @@ function listDir(dir: string, errors: { path: string; code: string }[]): fs.Dire
   }
 }
 
+/**
+ * The regular files of `entries` (in `dir`) with their lstat; a file that vanished meanwhile is skipped, any
+ * other lstat failure is recorded in `errors`.
+ */
+function* statFiles(
+  dir: string,
+  entries: readonly fs.Dirent[],
+  errors: { path: string; code: string }[],
+): Generator<{ name: string; path: string; st: fs.Stats }> {
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const p = path.join(dir, entry.name);
+    try {
+      yield { name: entry.name, path: p, st: fs.lstatSync(p) };
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') errors.push({ path: p, code: codeOf(err) });
+    }
+  }
+}
+
 function euid(): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : -1;
 }
@@ -102,24 +122,15 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
   const entries = listDir(dir, stats.errors);
   if (entries === undefined) return { ...stats, exists: stats.errors.length > 0 };
   const result: SpoolStats = { ...stats, exists: true };
-  for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    const p = path.join(dir, entry.name);
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(p);
-    } catch (err) {
-      if (codeOf(err) !== 'ENOENT') result.errors.push({ path: p, code: codeOf(err) });
-      continue;
-    }
+  for (const { name, path: p, st } of statFiles(dir, entries, result.errors)) {
     const size = st.size;
-    if (entry.name.endsWith('.bad')) {
+    if (name.endsWith('.bad')) {
       result.bad.count++;
       result.bad.bytes += size;
       older(result.bad, st.mtimeMs, now - st.mtimeMs);
       continue;
     }
-    if (!entry.name.endsWith('.json')) continue;
+    if (!name.endsWith('.json')) continue;
     result.count++;
     result.bytes += size;
     let payload: unknown;
@@ -225,21 +236,12 @@ export function prune(options: PruneOptions): PruneReport {
     report.matched.push({ path: p, category, ageDays: ageMs / DAY_MS, bytes });
   };
 
-  for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    const p = path.join(dir, entry.name);
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(p);
-    } catch (err) {
-      if (codeOf(err) !== 'ENOENT') report.errors.push({ path: p, code: codeOf(err) });
-      continue;
-    }
-    if (entry.name.endsWith('.bad')) {
+  for (const { name, path: p, st } of statFiles(dir, entries, report.errors)) {
+    if (name.endsWith('.bad')) {
       if (include.has('bad')) consider(p, 'bad', now - st.mtimeMs, st.size);
       continue;
     }
-    if (!include.has('snapshots') || !entry.name.endsWith('.json')) continue;
+    if (!include.has('snapshots') || !name.endsWith('.json')) continue;
     let payload: unknown;
     try {
       payload = readSpoolPayload(p);
