@@ -89,6 +89,6 @@ describe('colour', () => {
     const plain = run(true);
     expect(plain.status).toBe(0);
     expect(plain.stdout).not.toMatch(ANSI);
-    expect(plain.stdout).toContain('✓ all 15 cells match DESIGN §3');
+    expect(plain.stdout).toContain('✓ all 15 cells match docs/permissions.md');
   });
 });

@@ -8,7 +8,7 @@ import type { MatrixReport } from '../src/index.js';
 import { ANSI, cli } from './helpers.js';
 
 /**
- * DESIGN §3, written out literally (never derived from the registry or the CLI's own table):
+ * docs/permissions.md, written out literally (never derived from the registry or the CLI's own table):
  * directory and file modes per scenario, plus state.db and its WAL files.
  */
 const DESIGN_TABLE = {
@@ -76,7 +76,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     expect(valid).toBe(true);
   });
 
-  it('measures every cell of DESIGN §3 with its literal value', () => {
+  it('measures every cell of docs/permissions.md with its literal value', () => {
     expect(report.cells).toHaveLength(SCENARIO_IDS.length * CELL_IDS.length);
     for (const s of SCENARIO_IDS) {
       for (const id of CELL_IDS) {
@@ -131,7 +131,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
       const cells = (row ?? '').split('│').map((x) => x.trim()).filter((x) => x !== '').slice(1);
       expect(cells).toEqual(SCENARIO_IDS.map((s) => `✓ ${DESIGN_TABLE[s][id]}`));
     }
-    expect(run.stdout).toContain('✓ all 50 cells match DESIGN §3');
+    expect(run.stdout).toContain('✓ all 50 cells match docs/permissions.md');
     expect(run.stdout).toContain('<home>/trajectories/');
     if (isRoot) expect(run.stdout).toMatch(/cross-uid .*2\/2 ✓/);
   });

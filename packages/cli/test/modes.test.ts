@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { lastJson, makeScenarioHome, modeOf, runNode, scenario, scenarioEnv, type ScenarioId } from '@hermes/test-utils';
 import { fixture } from './helpers.js';
 
-// DESIGN §3, literally: sessions/saved/ and the snapshot. Note S5: HERMES_HOME_MODE does not apply to
+// The table of docs/permissions.md, literally: sessions/saved/ and the snapshot. Note S5: HERMES_HOME_MODE does not apply to
 // sessions/saved/ (nothing is served from it), and S4's pre-existing 0750 directory is left alone.
 const EXPECTED: Record<ScenarioId, { savedDir: string; snapshots: string[] }> = {
   S1: { savedDir: '0700', snapshots: ['0600', '0600', '0600'] },
@@ -21,7 +21,7 @@ interface ChildResult {
   results: { path: string; format: string; mode: number; bytes: number }[];
 }
 
-describe('DESIGN §3: sessions/saved/ and the snapshot, each scenario in its own process', () => {
+describe('docs/permissions.md: sessions/saved/ and the snapshot, each scenario in its own process', () => {
   for (const id of ['S1', 'S2', 'S3', 'S4', 'S5'] as const) {
     it(`${id}: ${scenario(id).title}`, () => {
       const s = scenario(id);

@@ -14,7 +14,7 @@ interface ChildReport {
   mode?: number;
 }
 
-// DESIGN §3 cross-uid facts with two real users sharing a group.
+// The cross-uid facts of docs/permissions.md, with two real users sharing a group.
 describe.skipIf(!isRoot)('cross-uid (root only: real throwaway users)', () => {
   let users: TestUsers;
   beforeAll(() => {

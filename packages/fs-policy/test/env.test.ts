@@ -18,7 +18,7 @@ import {
 
 setLogger(silentLogger);
 
-/** The valid class, restated from DESIGN §4 independently of the implementation. */
+/** The valid class, restated from docs/permissions.md and the fs-policy README independently of the implementation. */
 function isValidMode(v: number): boolean {
   return v >= 0 && v <= 0o7777 && (v & 0o700) === 0o700 && (v & 0o4000) === 0 && (v & 0o1000) === 0;
 }

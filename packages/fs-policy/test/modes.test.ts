@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { lastJson, makeScenarioHome, modeOf, runNode, scenario, scenarioEnv, type ScenarioId } from '@hermes/test-utils';
 import { fixture } from './helpers.js';
 
-// DESIGN §3, literally: a directory kind that honours HERMES_HOME_MODE (pending_messages/) and one that
+// The table of docs/permissions.md, literally: a directory kind that honours HERMES_HOME_MODE (pending_messages/) and one that
 // does not (moa-traces/), with the file modes written into them.
 const EXPECTED: Record<ScenarioId, { pendingDir: string; payload: string; moaDir: string; trace: string }> = {
   S1: { pendingDir: '0700', payload: '0600', moaDir: '0700', trace: '0600' },
@@ -13,7 +13,7 @@ const EXPECTED: Record<ScenarioId, { pendingDir: string; payload: string; moaDir
   S5: { pendingDir: '0701', payload: '0600', moaDir: '0700', trace: '0600' },
 };
 
-describe('DESIGN §3 permission table, each scenario in its own process', () => {
+describe('the permission table (docs/permissions.md), each scenario in its own process', () => {
   for (const id of ['S1', 'S2', 'S3', 'S4', 'S5'] as const) {
     it(`${id}: ${scenario(id).title}`, () => {
       const s = scenario(id);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { FlushReport } from '../src/index.js';
 import { fixture, spoolDir, tempDir } from './helpers.js';
 
-// DESIGN §3, literally: pending_messages/ and payload per scenario.
+// The table of docs/permissions.md, literally: pending_messages/ and payload per scenario.
 const EXPECTED: [ScenarioId, string, string][] = [
   ['S1', '0700', '0600'],
   ['S2', '0700', '0600'],

@@ -11,7 +11,7 @@ interface Summary {
   results: { written: boolean; path?: string; error?: string }[];
 }
 
-/** DESIGN §3 cross-uid facts, with two real uids in a shared group (root only). */
+/** The cross-uid facts of docs/permissions.md, with two real uids in a shared group (root only). */
 describe.runIf(isRoot && isLinux)('two uids sharing one home', () => {
   let users: TestUsers;
   beforeAll(() => {

@@ -22,7 +22,7 @@ interface Summary {
   results: { written: boolean; path: string; created: boolean }[];
 }
 
-/** DESIGN §3: moa-traces/ and trace .jsonl columns (S5: HERMES_HOME_MODE is not honoured → 0700). */
+/** docs/permissions.md: moa-traces/ and trace .jsonl columns (S5: HERMES_HOME_MODE is not honoured → 0700). */
 const table: readonly { id: ScenarioId; dir: string; file: string }[] = [
   { id: 'S1', dir: '0700', file: '0600' },
   { id: 'S2', dir: '0700', file: '0600' },

@@ -7,7 +7,7 @@ import { isLinux, lastJson, makeScenarioHome, modeOf, runNode, scenario, scenari
 const fixture = fileURLToPath(new URL('./fixtures/save-trajectory.mjs', import.meta.url));
 
 /**
- * DESIGN §3, trajectory .jsonl column, measured in a child process per scenario (the umask is per process).
+ * docs/permissions.md, trajectory .jsonl column, measured in a child process per scenario (the umask is per process).
  * The line is written with an explicit `filename` of `<home>/trajectories/trajectory_samples.jsonl`, so the
  * directory measured next to the file is `<home>/trajectories/` (kind `trajectories`: 0700 unmanaged, not
  * widened by HERMES_HOME_MODE; managed: the setgid home and umask 0007 decide; S4: pre-existing 0750 kept).

@@ -215,3 +215,4 @@ export function hasPython3(): boolean {
   const r = spawnSync('python3', ['-c', 'import sqlite3'], { encoding: 'utf8' });
   return r.status === 0;
 }
+export * from './needs.js';

@@ -15,7 +15,7 @@ export function registerMatrix(program: Command): void {
     .command('matrix')
     .summary('measure the permission matrix live (S1–S5 × every artifact)')
     .description(
-      'Writes every artifact through its package\'s real API in fresh temp homes under the five scenarios of DESIGN §3 ' +
+      'Writes every artifact through its package\'s real API in fresh temp homes under the five scenarios of docs/permissions.md ' +
         '(one child process per scenario, each with its own umask), measures directory and file modes with lstat and ' +
         'compares them with the literal expected table. Run as root, it adds cross-uid rows with two real throwaway ' +
         'users (created and removed by the command). Temp homes are always removed. Exit 0 only when every cell matches.',
@@ -32,7 +32,7 @@ export function registerMatrix(program: Command): void {
     .option('--no-cross-uid', 'skip the cross-uid rows even when running as root');
   commonOptions(cmd, { home: 'not read: the matrix measures fresh temp homes only' });
   examples(cmd, [
-    ['hermes-fs matrix', 'the full table; exit 0 when every cell matches DESIGN §3'],
+    ['hermes-fs matrix', 'the full table; exit 0 when every cell matches docs/permissions.md'],
     ['hermes-fs matrix --only pending-messages --json', 'one artifact, as JSON (schema/matrix.schema.json)'],
     ['sudo hermes-fs matrix', 'adds the cross-uid rows (real throwaway users)'],
   ]);

@@ -30,7 +30,7 @@ export function renderMatrix(report: MatrixReport, c: Colors): string {
     table.push(row);
   }
   out.push(table.toString());
-  out.push('cells read "✓ measured" when lstat matches DESIGN §3, "✗ measured (want expected)" otherwise');
+  out.push('cells read "✓ measured" when lstat matches docs/permissions.md, "✗ measured (want expected)" otherwise');
   for (const s of report.scenarios) {
     out.push(`  ${s.id}: ${s.title}`);
   }
@@ -62,8 +62,8 @@ export function renderMatrix(report: MatrixReport, c: Colors): string {
   }
   out.push('');
   const verdict = report.ok
-    ? c.green(`✓ all ${report.summary.cells} cells match DESIGN §3`)
-    : c.red(`✗ ${report.summary.failed} of ${report.summary.cells} cells differ from DESIGN §3`);
+    ? c.green(`✓ all ${report.summary.cells} cells match docs/permissions.md`)
+    : c.red(`✗ ${report.summary.failed} of ${report.summary.cells} cells differ from docs/permissions.md`);
   const cross = report.crossUid.ran
     ? report.summary.crossUidFailed === 0
       ? `, cross-uid ${report.crossUid.rows.length}/${report.crossUid.rows.length} ✓`

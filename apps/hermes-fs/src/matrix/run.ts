@@ -1,7 +1,7 @@
 /**
  * `hermes-fs matrix`: every consumer's real write path, in fresh temp homes, under S1–S5 — one child process
  * per scenario (the umask is per process), all scenarios in parallel — measured with lstat and compared
- * with DESIGN §3's literal table. As root, adds the cross-uid rows with real throwaway users.
+ * with the literal table of docs/permissions.md. As root, adds the cross-uid rows with real throwaway users.
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';

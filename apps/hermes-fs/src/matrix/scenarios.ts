@@ -1,5 +1,5 @@
 /**
- * The five scenarios of DESIGN §3 and the octal table the matrix is measured against. The expected values
+ * The five scenarios of docs/permissions.md and the octal table the matrix is measured against. The expected values
  * are written out literally: they are the contract, never derived from the @hermes/fs-policy registry the
  * matrix is testing.
  */
@@ -101,7 +101,7 @@ export const CELLS: readonly CellSpec[] = [
 ];
 
 /**
- * DESIGN §3, literally: the mode each cell must measure under each scenario (Linux: a directory created in
+ * The table of docs/permissions.md, literally: the mode each cell must measure under each scenario (Linux: a directory created in
  * a setgid directory inherits the bit, so the managed "0770" of the seed PRs reads 2770).
  */
 export const EXPECTED: Readonly<Record<ScenarioId, Readonly<Record<CellId, string>>>> = {
