@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { FsPolicyError, readRegularFile, readRegularFileSync } from '@hermes/fs-policy';
 import { ConfigError } from './errors.js';
 import { defaultLoaded, parseConfig, type LoadedConfig } from './parse.js';
 
@@ -15,7 +14,14 @@ function configPath(home: string, options: LoadConfigOptions | undefined): strin
   return resolve(home, options?.file ?? 'config.yaml');
 }
 
+/**
+ * How config files are read: following a link (NixOS links config.yaml into the store), never blocking (a FIFO
+ * or socket planted under the name is refused before any read), at most 4 MiB.
+ */
+const READ = { follow: true, maxBytes: 4 * 1024 * 1024 } as const;
+
 function errnoCode(error: unknown): string | undefined {
+  if (error instanceof FsPolicyError) return error.code;
   if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
   return typeof error.code === 'string' ? error.code : undefined;
 }
@@ -46,7 +52,8 @@ function decode(file: string, bytes: Uint8Array): string {
  * Load `<home>/config.yaml` (or `options.file`) and validate it.
  *
  * Guarantees: a missing file yields the defaults with `source: 'default'` and no warnings; any other
- * failure — unreadable file, invalid UTF-8, invalid YAML, a non-mapping top level, invalid values —
+ * failure — unreadable file, a FIFO/socket/device in its place (refused without blocking), a file over 4 MiB,
+ * invalid UTF-8, invalid YAML, a non-mapping top level, invalid values —
  * rejects with a {@link ConfigError} naming the absolute file path; otherwise the result is exactly
  * {@link parseConfig}'s for the file's text. `home` is used as given (resolved against the working
  * directory, no `~` expansion) and nothing is written or created.
@@ -55,7 +62,7 @@ export async function loadConfig(home: string, options?: LoadConfigOptions): Pro
   const file = configPath(home, options);
   let bytes: Uint8Array;
   try {
-    bytes = await readFile(file);
+    bytes = (await readRegularFile(file, READ)).data;
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') return defaultLoaded(file);
     throw readError(file, error);
@@ -68,7 +75,7 @@ export function loadConfigSync(home: string, options?: LoadConfigOptions): Loade
   const file = configPath(home, options);
   let bytes: Uint8Array;
   try {
-    bytes = readFileSync(file);
+    bytes = readRegularFileSync(file, READ).data;
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') return defaultLoaded(file);
     throw readError(file, error);

@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ConfigError, defaultConfig, loadConfig, loadConfigSync, type HermesConfig } from '../src/index.js';
@@ -156,9 +157,27 @@ describe('loading a file', () => {
     expect(error.file).toBe(file);
     expect(error.keyPath).toBe('');
     expect(error.expected).toBe('a readable file');
-    expect(error.message).toBe(`${file}: cannot read: EISDIR: illegal operation on a directory, read`);
+    expect(error.message).toBe(`${file}: cannot read: ${file} is a directory [EISDIR at open: ${file}]`);
     expect((error.cause as NodeJS.ErrnoException).code).toBe('EISDIR');
     expect(configErrorOf(() => loadConfigSync(home)).kind).toBe('read');
+  });
+
+  test('a FIFO planted as config.yaml is a read error at once, never a hang (sync and async)', async () => {
+    const home = await tempHome();
+    const file = join(home, 'config.yaml');
+    execFileSync('mkfifo', [file]);
+    const error = await configErrorOfAsync(loadConfig(home));
+    expect(error.kind).toBe('read');
+    expect(error.message).toBe(`${file}: cannot read: ${file} is not a regular file (a FIFO, socket or device) [ENOTREGULAR at open: ${file}]`);
+    expect(configErrorOf(() => loadConfigSync(home)).message).toBe(error.message);
+  }, 10_000);
+
+  test('a config.yaml linked into a read-only store (the NixOS way) is read through the link', async () => {
+    const home = await tempHome();
+    const store = await tempHome();
+    await writeFile(join(store, 'config.yaml'), 'model:\n  default: store-model\n');
+    await symlink(join(store, 'config.yaml'), join(home, 'config.yaml'));
+    expect(loadConfigSync(home).source).toBe('file');
   });
 
   test('a file that is not UTF-8 is reported, not decoded with replacement characters', async () => {

@@ -1,12 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
-import { currentGid, currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { currentGid, currentUid, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
-import { bestEffort, isInside, lstatOrNull, op } from './internal/steps.js';
+import { reachDirPlan, type Reached } from './internal/reach.js';
+import { at, checkName, checkRawPath, componentsBelow, type DirRef, Held, lstatAt, realOf, statOf, walkPlan } from './internal/resolve.js';
+import { bestEffort, isInside, op } from './internal/steps.js';
+import { tempNameFor } from './internal/tempname.js';
+import { checkRegular, verifyForReplace } from './internal/verify.js';
 import { getLogger } from './logger.js';
-import { secureMkdirPlan } from './mkdir.js';
 import { fileModeFor, getKind, type KindRef, selectFileMode } from './registry.js';
 
 export type Durability = 'file' | 'file+dir';
@@ -44,69 +46,72 @@ export interface WriteResult {
   readonly warnings: readonly string[];
 }
 
-/** The name pattern of this package's temp and rollback files: `.<target>.<pid>.<12 hex>.tmp|bak`. */
-export const TEMP_FILE_PATTERN = /^\.(.+)\.(\d+)\.([0-9a-f]{12})\.(tmp|bak)$/;
+export { TEMP_FILE_PATTERN } from './internal/tempname.js';
 
-export function tempNameFor(target: string, suffix: 'tmp' | 'bak'): string {
-  return path.join(
-    path.dirname(target),
-    `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.${suffix}`,
-  );
+/** The target reached: the directory that holds it, its name there, and what is there now. */
+interface Target {
+  readonly dir: DirRef;
+  readonly name: string;
+  readonly existing: fs.Stats | undefined;
 }
 
-interface ResolvedTarget {
-  real: string;
-  existing: fs.Stats | undefined;
-}
-
-/** Resolves the write target: a permitted symlink is followed to its real path; anything else is refused. */
-function* resolveTarget(target: string, root: string): Plan<ResolvedTarget> {
-  const st = yield* lstatOrNull(target);
-  if (st === undefined) return { real: target, existing: undefined };
-  if (st.isSymbolicLink()) {
-    const linkText = yield* op('resolve', target, 'readlink', target);
-    let real: string;
-    try {
-      real = yield* call('resolve', target, 'realpath', target);
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') {
+/**
+ * Resolves the file `name` in the reached directory. A symlink there is followed by the resolver — one step
+ * at a time, through descriptors — only while it stays inside the root; a dangling or escaping link is
+ * refused and its target never created.
+ */
+function* resolveTargetPlan(reached: Reached, name: string, held: Held): Plan<Target> {
+  let stack: DirRef[] = [...reached.stack];
+  let dir = reached.dir;
+  let current = name;
+  const requested = path.join(reached.dir.path, name);
+  for (let hops = 0; ; hops++) {
+    const display = path.join(dir.path, current);
+    checkName(current, display);
+    const st = yield* lstatAt(dir, current, display);
+    if (st === undefined) return { dir, name: current, existing: undefined };
+    if (!st.isSymbolicLink()) {
+      checkRegular(display, st, 'resolve');
+      return { dir, name: current, existing: st };
+    }
+    if (hops >= 40) throw new FsPolicyError({ code: 'ELOOP', step: 'resolve', path: display, message: `too many levels of symbolic links at ${display}` });
+    const text = yield* op('resolve', display, 'readlink', at(dir, current));
+    let parts: string[];
+    if (path.isAbsolute(text)) {
+      reached.root.real ??= yield* realOf(reached.root);
+      const norm = path.normalize(text);
+      const base = [reached.root.real, reached.root.path].find((r) => isInside(norm, r));
+      if (base === undefined) {
         throw new FsPolicyError({
-          code: 'EDANGLING_LINK',
+          code: 'ESYMLINK_ESCAPE',
           step: 'resolve',
-          path: target,
-          message: `${target} -> ${linkText} is a dangling link; refusing to create its target`,
+          path: requested,
+          message: `${display} -> ${text} leads outside ${reached.root.path}; refusing to write through it`,
         });
       }
-      throw toPolicyError(err, 'resolve', target, `realpath ${target}`);
+      stack = [reached.root];
+      parts = componentsBelow(base, norm);
+    } else {
+      parts = text.split('/');
     }
-    const realRoot = yield* op('resolve', root, 'realpath', root);
-    if (!isInside(real, realRoot)) {
-      throw new FsPolicyError({
-        code: 'ESYMLINK_ESCAPE',
-        step: 'resolve',
-        path: target,
-        message: `${target} -> ${linkText} resolves to ${real}, outside ${realRoot}; refusing to write through it`,
-      });
+    const last = parts.pop();
+    if (last === undefined || last === '' || last === '.' || last === '..') {
+      throw new FsPolicyError({ code: 'ENOTREGULAR', step: 'resolve', path: display, message: `${display} -> ${text} does not name a file` });
     }
-    const realSt = yield* op('resolve', real, 'lstat', real);
-    checkRegular(real, realSt);
-    return { real, existing: realSt };
-  }
-  checkRegular(target, st);
-  return { real: target, existing: st };
-}
-
-function checkRegular(p: string, st: fs.Stats): void {
-  if (st.isDirectory()) {
-    throw new FsPolicyError({ code: 'EISDIR', step: 'resolve', path: p, message: `${p} is a directory` });
-  }
-  if (!st.isFile()) {
-    throw new FsPolicyError({
-      code: 'ENOTREGULAR',
-      step: 'resolve',
-      path: p,
-      message: `${p} is not a regular file`,
-    });
+    try {
+      stack = yield* walkPlan(reached.root, stack, parts, { contain: true }, held);
+    } catch (err) {
+      if (err instanceof FsPolicyError && err.code === 'ENOENT') {
+        throw new FsPolicyError({ code: 'EDANGLING_LINK', step: 'resolve', path: requested, message: `${display} -> ${text} is a dangling link; refusing to create its target` });
+      }
+      throw err;
+    }
+    dir = stack[stack.length - 1] ?? reached.root;
+    current = last;
+    const next = yield* lstatAt(dir, current, path.join(dir.path, current));
+    if (next === undefined) {
+      throw new FsPolicyError({ code: 'EDANGLING_LINK', step: 'resolve', path: requested, message: `${display} -> ${text} is a dangling link; refusing to create its target` });
+    }
   }
 }
 
@@ -118,35 +123,68 @@ export function* atomicWritePlan(
   env: HermesEnvironment,
 ): Plan<WriteResult> {
   const kind = getKind(options.kind);
+  checkRawPath(target);
   const requestedPath = path.resolve(target);
-  const root = path.resolve(options.root ?? env.home);
   const durable = options.durable ?? 'file+dir';
   const warnings: string[] = [];
-
-  let createdDirs: readonly string[] = [];
-  if (options.createParents !== false) {
-    const dir = yield* secureMkdirPlan(path.dirname(requestedPath), kind, env, root);
-    createdDirs = dir.created;
-    warnings.push(...dir.warnings);
+  const held = new Held();
+  try {
+    const reached = yield* reachDirPlan(
+      path.dirname(requestedPath),
+      { env, root: options.root, createFor: options.createParents === false ? undefined : kind },
+      held,
+    );
+    warnings.push(...reached.warnings);
+    const { dir, name, existing } = yield* resolveTargetPlan(reached, path.basename(requestedPath), held);
+    const real = path.join(dir.path, name);
+    if (existing !== undefined && options.overwrite === false) {
+      throw new FsPolicyError({ code: 'EEXIST', step: 'resolve', path: real, message: `${real} already exists` });
+    }
+    const rootOwner = currentUid() === 0 ? (yield* statOf(reached.root, held)).uid : undefined;
+    const inherit = existing === undefined ? false : verifyForReplace(real, existing, kind, env, rootOwner, warnings).inheritMode;
+    const finalMode = selectFileMode({
+      explicit: options.mode,
+      existing: inherit ? existing?.mode : undefined,
+      kindMode: fileModeFor(kind, env),
+      retighten: kind.file.retighten,
+    });
+    const result = yield* commitPlan(dir, name, real, data, finalMode, existing, kind.ownership, env, durable, options.overwrite !== false, warnings);
+    return {
+      path: real,
+      requestedPath,
+      bytes: data.length,
+      mode: finalMode,
+      createdFile: existing === undefined,
+      createdDirs: reached.created,
+      durable,
+      warnings: result,
+    };
+  } finally {
+    yield* held.release();
   }
-  const { real, existing } = yield* resolveTarget(requestedPath, root);
-  if (existing !== undefined && options.overwrite === false) {
-    throw new FsPolicyError({ code: 'EEXIST', step: 'resolve', path: real, message: `${real} already exists` });
-  }
-  const dir = path.dirname(real);
-  const finalMode = selectFileMode({
-    explicit: options.mode,
-    existing: existing === undefined ? undefined : existing.mode,
-    kindMode: fileModeFor(kind, env),
-    retighten: kind.file.retighten,
-  });
+}
 
-  const tmp = tempNameFor(real, 'tmp');
+/** Temp file, every byte, mode, owner, fsync, then rename (or link for no-clobber), then the directory fsync. */
+function* commitPlan(
+  dir: DirRef,
+  name: string,
+  real: string,
+  data: Uint8Array,
+  finalMode: number,
+  existing: fs.Stats | undefined,
+  ownership: boolean,
+  env: HermesEnvironment,
+  durable: Durability,
+  overwrite: boolean,
+  warnings: string[],
+): Plan<string[]> {
+  const tmpName = tempNameFor(name, 'tmp');
+  const tmp = path.join(dir.path, tmpName);
   let fd: number | undefined;
   let tmpExists = false;
   let committed = false;
   try {
-    fd = yield* op('open', real, 'open', tmp, O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
+    fd = yield* op('open', real, 'open', at(dir, tmpName), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
     tmpExists = true;
     let offset = 0;
     while (offset < data.length) {
@@ -156,39 +194,41 @@ export function* atomicWritePlan(
           code: 'ESHORT_WRITE',
           step: 'short-write',
           path: real,
-          message: `short write to ${tmp} (for ${real}): ${offset} of ${data.length} bytes accepted`,
+          message: `short write to ${tmp} (for ${real}): ${String(offset)} of ${String(data.length)} bytes accepted`,
         });
       }
       offset += n;
     }
     yield* op('fchmod', real, 'fchmod', fd, finalMode);
-    yield* applyOwner(fd, tmp, existing, kind.ownership, env, warnings);
+    yield* applyOwner(fd, tmp, existing, ownership, env, warnings);
+    // The identity of the new version: a rollback touches the target only while it is still this inode.
+    const mine = durable === 'file+dir' ? yield* op('fsync', real, 'fstat', fd) : undefined;
     yield* op('fsync', real, 'fsync', fd);
     const closing = fd;
     fd = undefined;
     yield* op('close', real, 'close', closing);
 
     let backup: string | undefined;
-    if (options.overwrite === false) {
-      yield* op('link', real, 'link', tmp, real);
+    if (!overwrite) {
+      yield* op('link', real, 'link', at(dir, tmpName), at(dir, name));
       committed = true;
-      yield* bestEffort(warnings, 'unlink', tmp, 'unlink', tmp);
+      yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName));
       tmpExists = false;
     } else {
       if (existing !== undefined && durable === 'file+dir') {
         // A hard link to the old version lets a failed directory fsync roll the target back.
-        const bak = tempNameFor(real, 'bak');
+        const bak = tempNameFor(name, 'bak');
         try {
-          yield* call('link', bak, 'link', real, bak);
+          yield* call('link', path.join(dir.path, bak), 'link', at(dir, name), at(dir, bak));
           backup = bak;
         } catch {
           backup = undefined; // no hard links here (e.g. FAT): the write stays atomic, only rollback is lost
         }
       }
       try {
-        yield* op('rename', real, 'rename', tmp, real);
+        yield* op('rename', real, 'rename', at(dir, tmpName), at(dir, name));
       } catch (err) {
-        if (backup !== undefined) yield* bestEffort(warnings, 'unlink', backup, 'unlink', backup);
+        if (backup !== undefined) yield* bestEffort(warnings, 'unlink', path.join(dir.path, backup), 'unlink', at(dir, backup));
         throw err;
       }
       tmpExists = false;
@@ -197,51 +237,82 @@ export function* atomicWritePlan(
 
     if (durable === 'file+dir') {
       try {
-        yield* fsyncDirPlan(dir);
+        yield* op('fsync-dir', dir.path, 'fsync', dir.fd);
       } catch (err) {
-        // Not durable: put the previous state back so the caller's view ("it failed") is the truth.
-        if (backup !== undefined) yield* bestEffort(warnings, 'rename', real, 'rename', backup, real);
-        else if (existing === undefined) yield* bestEffort(warnings, 'unlink', real, 'unlink', real);
-        committed = backup === undefined && existing !== undefined;
-        const e = toPolicyError(err, 'fsync-dir', dir, `fsync of directory ${dir}`);
-        throw new FsPolicyError({
-          code: e.code,
-          step: 'fsync-dir',
-          path: dir,
-          message: committed
-            ? `${e.message}; the new content of ${real} is in place but may not survive a power loss`
-            : `${e.message}; ${real} was restored to its previous state`,
-          ...(e.errno === undefined ? {} : { errno: e.errno }),
-          committed,
-          cause: err,
-        });
+        committed = false;
+        throw yield* rollbackPlan(err, dir, name, real, mine, backup, existing !== undefined, warnings);
       }
     }
-    if (backup !== undefined) yield* bestEffort(warnings, 'unlink', backup, 'unlink', backup);
-    return {
-      path: real,
-      requestedPath,
-      bytes: data.length,
-      mode: finalMode,
-      createdFile: existing === undefined,
-      createdDirs,
-      durable,
-      warnings,
-    };
+    if (backup !== undefined) yield* bestEffort(warnings, 'unlink', path.join(dir.path, backup), 'unlink', at(dir, backup));
+    return warnings;
   } finally {
     if (fd !== undefined) yield* bestEffort(warnings, 'close', tmp, 'close', fd);
-    if (tmpExists && !committed) yield* bestEffort(warnings, 'unlink', tmp, 'unlink', tmp);
+    if (tmpExists && !committed) yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName));
   }
 }
 
-/** @internal fsync of a directory, so renames and creations inside it are durable. */
-export function* fsyncDirPlan(dir: string): Plan<void> {
-  const dfd = yield* op('fsync-dir', dir, 'open', dir, O.RDONLY | O.DIRECTORY, 0);
+/**
+ * After a failed directory fsync: put the previous state back, but only while the target is still the inode
+ * this call put there (another writer's newer version is never clobbered), and say exactly what the final
+ * state is. A leftover rollback file is removed, or named in the error.
+ */
+function* rollbackPlan(
+  err: unknown,
+  dir: DirRef,
+  name: string,
+  real: string,
+  mine: fs.Stats | undefined,
+  backup: string | undefined,
+  hadPrevious: boolean,
+  warnings: string[],
+): Plan<FsPolicyError> {
+  const e = toPolicyError(err, 'fsync-dir', dir.path, `fsync of directory ${dir.path}`);
+  let now: fs.Stats | undefined;
   try {
-    yield* op('fsync-dir', dir, 'fsync', dfd);
-  } finally {
-    yield* bestEffort([], 'close', dir, 'close', dfd);
+    now = yield* lstatAt(dir, name, real);
+  } catch {
+    now = undefined;
   }
+  const stillMine = now !== undefined && now.dev === mine?.dev && now.ino === mine.ino;
+  let state: string;
+  let committed: boolean;
+  const leftovers: string[] = [];
+  if (!stillMine) {
+    state = `${real} was replaced by another writer meanwhile; it is left as that writer made it`;
+    committed = false;
+    if (backup !== undefined && !(yield* bestEffort(warnings, 'unlink', path.join(dir.path, backup), 'unlink', at(dir, backup)))) {
+      leftovers.push(path.join(dir.path, backup));
+    }
+  } else if (backup !== undefined) {
+    if (yield* bestEffort(warnings, 'rename', real, 'rename', at(dir, backup), at(dir, name))) {
+      state = `${real} was restored to its previous version`;
+      committed = false;
+    } else {
+      state = `the new content of ${real} is in place but may not survive a power loss (restoring the previous version failed)`;
+      committed = true;
+      leftovers.push(path.join(dir.path, backup));
+    }
+  } else if (!hadPrevious) {
+    if (yield* bestEffort(warnings, 'unlink', real, 'unlink', at(dir, name))) {
+      state = `the new file ${real} was removed again`;
+      committed = false;
+    } else {
+      state = `the new file ${real} is in place but may not survive a power loss (removing it failed)`;
+      committed = true;
+    }
+  } else {
+    state = `the new content of ${real} is in place but may not survive a power loss (no rollback copy: the filesystem has no hard links)`;
+    committed = true;
+  }
+  return new FsPolicyError({
+    code: e.code,
+    step: 'fsync-dir',
+    path: dir.path,
+    message: `${e.message}; ${state}${leftovers.length > 0 ? `; left behind: ${leftovers.join(', ')}` : ''}`,
+    ...(e.errno === undefined ? {} : { errno: e.errno }),
+    committed,
+    cause: err,
+  });
 }
 
 /**
@@ -279,8 +350,20 @@ function* applyOwner(
   if (!ok) getLogger().warn('file owner not applied', { path: tmp, uid, wantUid, wantGid });
 }
 
-function encode(data: string | Uint8Array): Uint8Array {
-  return typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+/**
+ * The bytes to write, checked before any I/O: a string (UTF-8) or a Uint8Array (a Buffer). Anything else — an
+ * object, a number, an ArrayBuffer, a Uint16Array whose `length` is not its byte count — is refused.
+ */
+export function bytesOf(data: unknown, target: string): Uint8Array {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8');
+  if (data instanceof Uint8Array) return data;
+  const what = data === null ? 'null' : typeof data === 'object' ? (Object.getPrototypeOf(data) as { constructor?: { name?: string } } | null)?.constructor?.name ?? 'object' : typeof data;
+  throw new FsPolicyError({
+    code: 'EINVALID_DATA',
+    step: 'serialize',
+    path: target,
+    message: `cannot write ${what} to ${target}: pass a string or a Uint8Array (use atomicWriteJson for values)`,
+  });
 }
 
 /**
@@ -294,13 +377,13 @@ export async function atomicWrite(
   options: AtomicWriteOptions,
 ): Promise<WriteResult> {
   const env = options.env ?? loadEnvironment();
-  return runAsync(atomicWritePlan(target, encode(data), options, env));
+  return runAsync(atomicWritePlan(target, bytesOf(data, target), options, env));
 }
 
 /** Synchronous form of {@link atomicWrite}, for shutdown paths. */
 export function atomicWriteSync(target: string, data: string | Uint8Array, options: AtomicWriteOptions): WriteResult {
   const env = options.env ?? loadEnvironment();
-  return runSync(atomicWritePlan(target, encode(data), options, env));
+  return runSync(atomicWritePlan(target, bytesOf(data, target), options, env));
 }
 
 export interface AtomicJsonOptions extends AtomicWriteOptions {
@@ -370,4 +453,14 @@ export async function fsyncDirectory(dir: string): Promise<void> {
 /** Synchronous form of {@link fsyncDirectory}. */
 export function fsyncDirectorySync(dir: string): void {
   runSync(fsyncDirPlan(path.resolve(dir)));
+}
+
+/** fsync of a directory opened read-only (nothing is written through the descriptor). */
+function* fsyncDirPlan(dir: string): Plan<void> {
+  const dfd = yield* op('fsync-dir', dir, 'open', dir, O.RDONLY | O.DIRECTORY, 0);
+  try {
+    yield* op('fsync-dir', dir, 'fsync', dfd);
+  } finally {
+    yield* bestEffort([], 'close', dir, 'close', dfd);
+  }
 }

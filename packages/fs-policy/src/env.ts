@@ -1,7 +1,8 @@
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FsPolicyError } from './errors.js';
+import { type AnchorMode, anchorMode } from './internal/anchor.js';
+import { readRegularFileSync } from './read.js';
 import { getLogger } from './logger.js';
 
 /** The environment variables this package reads. */
@@ -83,11 +84,12 @@ export function detectManaged(home: string, env: EnvSource = process.env): Manag
   const marker = path.join(home, '.managed');
   let content: string;
   try {
-    content = fs.readFileSync(marker, 'utf8');
+    // Never blocks: a FIFO planted as the marker is refused after fstat; a link is not followed.
+    content = readRegularFileSync(marker, { maxBytes: 4096 }).data.toString('utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = err instanceof FsPolicyError ? err.code : (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { managed: false, system: null, source: 'none', raw: null };
-    getLogger().warn('managed marker exists but cannot be read; treating the home as managed by nixos', {
+    getLogger().warn('managed marker exists but cannot be read as a regular file; treating the home as managed by nixos', {
       path: marker,
       code,
     });
@@ -163,30 +165,35 @@ function warnOnce(message: string): void {
   getLogger().warn(message);
 }
 
-let cachedUmask: number | undefined;
+let cachedUmask: number | null | undefined;
 
 /**
- * The process umask, read without changing it (Linux: `Umask:` in /proc/self/status). The value is cached;
- * pass `{ fresh: true }` after the embedder changed the umask.
+ * The process umask, read without changing it — only possible through procfs (`Umask:` in
+ * /proc/self/status, Linux ≥ 4.7). Null where it cannot be read: Node's `process.umask()` would write the
+ * process-wide mask twice to read it (and throws inside Worker threads), so it is never called. The value is
+ * cached; pass `{ fresh: true }` after the embedder changed the umask.
  */
-export function readUmask(options: { fresh?: boolean } = {}): number {
+export function readUmask(options: { fresh?: boolean } = {}): number | null {
   if (cachedUmask !== undefined && options.fresh !== true) return cachedUmask;
-  let value: number | undefined;
+  let value: number | null = null;
   try {
-    const status = fs.readFileSync('/proc/self/status', 'utf8');
+    const status = readRegularFileSync('/proc/self/status', { maxBytes: 1 << 20, follow: true }).data.toString('utf8');
     const m = /^Umask:\s*([0-7]+)$/m.exec(status);
     if (m?.[1] !== undefined) value = parseInt(m[1], 8);
   } catch {
-    value = undefined;
-  }
-  if (value === undefined) {
-    // No procfs (macOS, BSD): the only portable read sets the mask back to what it was.
-    const previous = process.umask(0o077);
-    process.umask(previous);
-    value = previous;
+    value = null;
   }
   cachedUmask = value;
   return value;
+}
+
+/**
+ * The umask assumed where it cannot be read: the NixOS service's `UMask=0007` on a managed install (what the
+ * activation grants), the common `022` otherwise. Only modes derived from the umask (managed state files)
+ * depend on it, and those are capped at 0660 whatever it is.
+ */
+function assumedUmask(managed: boolean): number {
+  return managed ? 0o007 : 0o022;
 }
 
 /** Everything the policy needs to know about the process and its home, resolved once. */
@@ -197,6 +204,13 @@ export interface HermesEnvironment {
   readonly uid: number | undefined;
   readonly gid: number | undefined;
   readonly umask: number;
+  /** `proc`: read from /proc/self/status; `option`: given by the caller; `assumed`: unreadable here (see readUmask). */
+  readonly umaskSource: 'proc' | 'option' | 'assumed';
+  /**
+   * How paths are resolved: `procfd` (descriptor-relative through /proc/self/fd — the full guarantee) or
+   * `fallback` (no usable /proc: path operations checked by dev/ino after each open — a weaker guarantee).
+   */
+  readonly resolver: AnchorMode;
   readonly warnings: readonly string[];
 }
 
@@ -229,6 +243,13 @@ export function loadEnvironment(options: LoadEnvironmentOptions = {}): HermesEnv
   if (managed.managed && homeMode.source === 'env') {
     warnings.push('HERMES_HOME_MODE is ignored on a managed install: the package manager owns directory modes');
   }
+  const read = options.umask === undefined ? readUmask() : null;
+  const umask = options.umask ?? read ?? assumedUmask(managed.managed);
+  const umaskSource = options.umask !== undefined ? 'option' : read !== null ? 'proc' : 'assumed';
+  const resolver = anchorMode();
+  if (resolver === 'fallback') {
+    warnings.push('no usable /proc/self/fd: paths are resolved by name and checked by dev/ino afterwards (weaker against concurrent renames)');
+  }
   for (const w of warnings) warnOnce(w);
   return {
     home,
@@ -236,7 +257,9 @@ export function loadEnvironment(options: LoadEnvironmentOptions = {}): HermesEnv
     homeMode,
     uid: uid.value,
     gid: gid.value,
-    umask: options.umask ?? readUmask(),
+    umask,
+    umaskSource,
+    resolver,
     warnings,
   };
 }

@@ -15,7 +15,10 @@ export type FsStep =
   | 'rename'
   | 'fsync-dir'
   | 'unlink'
-  | 'readdir';
+  | 'readdir'
+  | 'read'
+  | 'verify'
+  | 'release';
 
 /** Codes this package raises on its own (in addition to system errno codes such as EACCES or ENOSPC). */
 export type PolicyCode =
@@ -27,7 +30,16 @@ export type PolicyCode =
   | 'ENOTREGULAR'
   | 'EMANAGED_MISSING'
   | 'EPROFILE_MISSING'
-  | 'EINVALID_PATH';
+  | 'EINVALID_PATH'
+  | 'EINVALID_DATA'
+  | 'EFOREIGN_OWNER'
+  | 'EHARDLINK'
+  | 'EMODE_TOO_WIDE'
+  | 'EDANGEROUS_HOME'
+  | 'EUNSAFE_PATH'
+  | 'ERACE'
+  | 'ETORN_RECORD'
+  | 'ETOO_LARGE';
 
 export interface FsPolicyErrorInit {
   code: string;
@@ -96,7 +108,7 @@ export function toPolicyError(err: unknown, step: FsStep, path: string, what: st
   if (err instanceof FsPolicyError) return err;
   const code = errnoCode(err) ?? 'EUNKNOWN';
   const errno = isErrnoException(err) ? err.errno : undefined;
-  const detail = err instanceof Error ? err.message : String(err);
+  const detail = err instanceof Error ? withoutProcPath(err.message) : String(err);
   return new FsPolicyError({
     code,
     step,
@@ -105,6 +117,14 @@ export function toPolicyError(err: unknown, step: FsStep, path: string, what: st
     ...(errno === undefined ? {} : { errno }),
     cause: err,
   });
+}
+
+/**
+ * Node's system error messages end with the syscall and the path it was given (`…, open '/proc/self/fd/9/x'`);
+ * a descriptor-relative path means nothing to a reader, and the logical path is in the error already.
+ */
+function withoutProcPath(message: string): string {
+  return message.replace(/, \w+ '\/proc\/self\/fd\/[^']*'(?: -> '[^']*')?$/, '');
 }
 
 /** The fix, in one line, for the codes operators meet in practice. */
@@ -145,6 +165,24 @@ export function hintFor(code: string, path: string, uid: number, gid: number): s
       return `the named profile home ${path} does not exist; create the profile explicitly before using it.`;
     case 'ENOTREGULAR':
       return `${path} is not a regular file (device, FIFO or socket); remove it or choose another name.`;
+    case 'EINVALID_DATA':
+      return `pass a string or a Uint8Array (Buffer); other values are refused before any I/O, so nothing was written.`;
+    case 'EFOREIGN_OWNER':
+      return `${path} belongs to another uid; Hermes never writes into or replaces a file someone else created. Remove it (it may have been planted), or run as its owner.`;
+    case 'EHARDLINK':
+      return `${path} has more than one hard link, so its content is visible under another name; Hermes refuses to append to it. Remove the extra link (or the file) and retry.`;
+    case 'EMODE_TOO_WIDE':
+      return `${path} grants write access to group or others beyond what its kind allows; tighten it (\`hermes-fs doctor --fix\`) or remove it.`;
+    case 'EDANGEROUS_HOME':
+      return `point HERMES_HOME at a directory of its own (e.g. /var/lib/hermes/.hermes), never at / or a shared system directory.`;
+    case 'EUNSAFE_PATH':
+      return `a directory on the way to ${path} can be changed by a uid other than root and the home's owner; make it root-owned and not group/world-writable (chmod go-w), or move the home, before running as root.`;
+    case 'ERACE':
+      return `${path} kept changing while Hermes was using it (another process is renaming or replacing entries there); stop that process and retry.`;
+    case 'ETORN_RECORD':
+      return `the filesystem holding ${path} refused part of a record; the fragment was terminated so other lines still parse. Free space and retry.`;
+    case 'ETOO_LARGE':
+      return `${path} is larger than Hermes reads for this purpose; inspect and shrink or remove it.`;
     case 'EMFILE':
     case 'ENFILE':
       return `too many open files; raise the file-descriptor limit (ulimit -n) or reduce concurrency.`;

@@ -1,9 +1,11 @@
 import * as path from 'node:path';
-import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { errnoCode, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
+import { reachDirPlan } from './internal/reach.js';
+import { at, checkName, checkRawPath, Held, lstatAt, raceError } from './internal/resolve.js';
 import { bestEffort, op } from './internal/steps.js';
-import { secureMkdirPlan } from './mkdir.js';
+import { checkRegular } from './internal/verify.js';
 import { fileModeFor, getKind, type KindRef } from './registry.js';
 
 export interface EnsureFileOptions {
@@ -22,33 +24,37 @@ export interface EnsureFileResult {
 
 function* ensureFilePlan(file: string, options: EnsureFileOptions, env: HermesEnvironment): Plan<EnsureFileResult> {
   const kind = getKind(options.kind);
+  checkRawPath(file);
   const target = path.resolve(file);
-  const dir = yield* secureMkdirPlan(path.dirname(target), kind, env, options.root);
-  const warnings = [...dir.warnings];
-  const mode = fileModeFor(kind, env);
-  let fd: number;
+  const held = new Held();
   try {
-    fd = yield* call('open', target, 'open', target, O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, mode);
-  } catch (err) {
-    if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `create ${target}`);
-    const st = yield* op('lstat', target, 'lstat', target);
-    if (st.isSymbolicLink()) {
-      throw new FsPolicyError({ code: 'ESYMLINK', step: 'lstat', path: target, message: `${target} is a symbolic link` });
+    const reached = yield* reachDirPlan(path.dirname(target), { env, root: options.root, createFor: kind }, held);
+    const warnings = [...reached.warnings];
+    const name = path.basename(target);
+    checkName(name, target);
+    const mode = fileModeFor(kind, env);
+    let fd: number;
+    try {
+      fd = yield* call('open', target, 'open', at(reached.dir, name), O.RDONLY | O.CREAT | O.EXCL | O.NOFOLLOW | O.NONBLOCK, mode);
+    } catch (err) {
+      if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `create ${target}`);
+      const st = yield* lstatAt(reached.dir, name, target);
+      if (st === undefined) throw raceError(target);
+      checkRegular(target, st, 'verify');
+      return { path: target, created: false, mode: st.mode & 0o7777, createdDirs: reached.created, warnings };
     }
-    if (!st.isFile()) {
-      throw new FsPolicyError({ code: 'ENOTREGULAR', step: 'lstat', path: target, message: `${target} is not a regular file` });
+    try {
+      yield* op('fchmod', target, 'fchmod', fd, mode);
+      if (kind.ownership && !env.managed.managed && (env.uid !== undefined || env.gid !== undefined)) {
+        yield* bestEffort(warnings, 'fchown', target, 'fchown', fd, env.uid ?? -1, env.gid ?? -1);
+      }
+    } finally {
+      yield* bestEffort(warnings, 'close', target, 'close', fd);
     }
-    return { path: target, created: false, mode: st.mode & 0o7777, createdDirs: dir.created, warnings };
-  }
-  try {
-    yield* op('fchmod', target, 'fchmod', fd, mode);
-    if (kind.ownership && !env.managed.managed && (env.uid !== undefined || env.gid !== undefined)) {
-      yield* bestEffort(warnings, 'fchown', target, 'fchown', fd, env.uid ?? -1, env.gid ?? -1);
-    }
+    return { path: target, created: true, mode, createdDirs: reached.created, warnings };
   } finally {
-    yield* bestEffort(warnings, 'close', target, 'close', fd);
+    yield* held.release();
   }
-  return { path: target, created: true, mode, createdDirs: dir.created, warnings };
 }
 
 /**

@@ -2,6 +2,8 @@ import * as path from 'node:path';
 import { FsPolicyError, toPolicyError, errnoCode } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, type Plan, runAsync, runSync } from './internal/io.js';
+import { reachDirPlan } from './internal/reach.js';
+import { Held } from './internal/resolve.js';
 import { secureMkdirPlan } from './mkdir.js';
 import { reconcilePlan, type ReconcileResult } from './reconcile.js';
 import { getKind, kindDir, STANDARD_SUBDIRS, type ArtifactKindName } from './registry.js';
@@ -20,12 +22,15 @@ export interface EnsureHomeResult {
   readonly warnings: readonly string[];
 }
 
-function* requireDir(dir: string): Plan<void> {
+function* requireDir(dir: string, env: HermesEnvironment): Plan<void> {
+  const held = new Held();
   try {
-    const st = yield* call('lstat', dir, 'stat', dir);
-    if (st.isDirectory()) return;
+    yield* reachDirPlan(dir, { env }, held);
+    return;
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw toPolicyError(err, 'lstat', dir, `stat ${dir}`);
+    if (!(err instanceof FsPolicyError) || err.code !== 'ENOENT') throw err;
+  } finally {
+    yield* held.release();
   }
   throw new FsPolicyError({
     code: 'EMANAGED_MISSING',
@@ -56,11 +61,12 @@ function* ensureHomePlan(env: HermesEnvironment, options: EnsureHomeOptions): Pl
       }
       throw toPolicyError(err, 'lstat', home, `stat ${home}`);
     }
+    // (a read-only check: whether it exists; everything that acts on it goes through the resolver)
   }
   if (env.managed.managed) {
-    yield* requireDir(home);
+    yield* requireDir(home, env);
     for (const name of options.subdirs ?? STANDARD_SUBDIRS) {
-      if (getKind(name).requiredWhenManaged) yield* requireDir(kindDir(name, env));
+      if (getKind(name).requiredWhenManaged) yield* requireDir(kindDir(name, env), env);
     }
     const curator = path.join(kindDir('logs', env), 'curator');
     const r = yield* secureMkdirPlan(curator, 'logs', env);

@@ -22,6 +22,7 @@ export {
   ARTIFACT_KINDS,
   STANDARD_SUBDIRS,
   dirModeFor,
+  fileCeilingFor,
   fileMaxModeFor,
   fileModeFor,
   formatMode,
@@ -41,6 +42,7 @@ export {
   atomicWriteJson,
   atomicWriteJsonSync,
   atomicWriteSync,
+  bytesOf,
   fsyncDirectory,
   fsyncDirectorySync,
   serializeJson,
@@ -63,6 +65,7 @@ export {
 } from './append.js';
 export {
   expectedDirMode,
+  type ExpectedEntry,
   reconcileDir,
   reconcileDirSync,
   reconcileFile,
@@ -74,8 +77,11 @@ export {
 } from './reconcile.js';
 export { ensureHermesHome, ensureHermesHomeSync, type EnsureHomeOptions, type EnsureHomeResult } from './home.js';
 export { ensureFile, ensureFileSync, type EnsureFileOptions, type EnsureFileResult } from './file.js';
+export { readRegularFile, readRegularFileSync, type ReadRegularOptions, type RegularFile } from './read.js';
+export { anchorMode, type AnchorMode } from './internal/anchor.js';
 export {
   parseTempName,
+  type ParsedTempName,
   pidAlive,
   sweepTempFiles,
   sweepTempFilesSync,

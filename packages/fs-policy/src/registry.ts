@@ -4,8 +4,9 @@ import type { HermesEnvironment } from './env.js';
 /**
  * How a file of a kind is created and rewritten.
  * - `mode`: the exact mode of a new file on an unmanaged install.
- * - `managedMode`: the mode on a managed install; `'umask'` means 0666 minus the service umask
- *   (0660 under NixOS's `UMask=0007`), matching the activation script that grants the group rw.
+ * - `managedMode`: the mode on a managed install; `'umask'` means 0660 minus the service umask
+ *   (0660 under NixOS's `UMask=0007`), matching the activation script that grants the group rw; a
+ *   permissive umask (022, 000) never gives others access.
  * - `retighten`: an overwrite resets the mode to the kind's; otherwise an existing file keeps the mode its
  *   owner chose.
  */
@@ -18,6 +19,14 @@ export interface FileRule {
    */
   readonly managedMaxMode: number;
   readonly retighten: boolean;
+  /**
+   * The widest mode an existing file may have for the runtime to write into it (append) or to carry its mode
+   * over (replace): group/other write is never accepted — a file others can write may have been planted or
+   * be read by them. The owner may widen read access (a trajectory made 0644 stays 0644).
+   */
+  readonly ceiling: number;
+  /** The same on a managed install (state files: the service group may write). */
+  readonly managedCeiling: number;
   /** Holds secrets or verbatim conversation content: group/world read is a finding for the doctor. */
   readonly secret: boolean;
 }
@@ -46,10 +55,10 @@ export interface ArtifactKind {
 }
 
 // Verbatim transcripts (payloads, traces, trajectories) stay owner-only even when managed: each uid reads its own.
-const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o600, retighten: false, secret: true };
+const SECRET_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o600, retighten: false, ceiling: 0o755, managedCeiling: 0o755, secret: true };
 // Credentials: NixOS installs .env and config.yaml 0640 for the service group.
-const CREDENTIAL_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o640, retighten: false, secret: true };
-const SHARED_STATE: FileRule = { mode: 0o600, managedMode: 'umask', managedMaxMode: 0o660, retighten: false, secret: true };
+const CREDENTIAL_FILE: FileRule = { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o640, retighten: false, ceiling: 0o755, managedCeiling: 0o755, secret: true };
+const SHARED_STATE: FileRule = { mode: 0o600, managedMode: 'umask', managedMaxMode: 0o660, retighten: false, ceiling: 0o755, managedCeiling: 0o775, secret: true };
 
 function homeSubdir(name: string, dir: string, description: string, requiredWhenManaged: boolean): ArtifactKind {
   return {
@@ -104,7 +113,7 @@ export const ARTIFACT_KINDS = {
     honoursHomeMode: false,
     requiredWhenManaged: false,
     ownership: true,
-    file: { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o660, retighten: true, secret: true },
+    file: { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o660, retighten: true, ceiling: 0o755, managedCeiling: 0o755, secret: true },
   },
   trajectories: {
     name: 'trajectories',
@@ -192,7 +201,13 @@ export function dirModeFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed' 
 export function fileModeFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed' | 'umask'>): number {
   const rule = getKind(ref).file;
   if (!env.managed.managed) return rule.mode;
-  return rule.managedMode === 'umask' ? 0o666 & ~env.umask : rule.managedMode;
+  return rule.managedMode === 'umask' ? 0o660 & ~env.umask : rule.managedMode;
+}
+
+/** The widest mode an existing file of `kind` may have for the runtime to append to it or carry its mode over. */
+export function fileCeilingFor(ref: KindRef, env: Pick<HermesEnvironment, 'managed'>): number {
+  const rule = getKind(ref).file;
+  return env.managed.managed ? rule.managedCeiling : rule.ceiling;
 }
 
 /**

@@ -1,20 +1,29 @@
 import * as path from 'node:path';
-import { errnoCode, toPolicyError } from './errors.js';
-import { TEMP_FILE_PATTERN } from './atomic.js';
-import { call, type Plan, runAsync, runSync } from './internal/io.js';
-import { op } from './internal/steps.js';
+import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { pidNamespace, selfFd } from './internal/anchor.js';
+import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
+import { anchorAt, at, type DirRef, Held, lstatAt } from './internal/resolve.js';
+import { parseTempName } from './internal/tempname.js';
+
+export { parseTempName, type ParsedTempName } from './internal/tempname.js';
 
 export interface TempFile {
   readonly path: string;
-  /** The file the temp belonged to. */
+  /** The file the temp belonged to (its name may be cut for targets longer than NAME_MAX allows). */
   readonly target: string;
   readonly pid: number;
+  /** The writer's pid namespace, when its name says. */
+  readonly pidns: string | undefined;
   /** `tmp`: an unfinished write; `bak`: a rollback copy of a previous version. */
   readonly type: 'tmp' | 'bak';
-  readonly pidAlive: boolean;
+  /**
+   * Whether the writer is alive: true/false when its pid can be checked from here (same pid namespace),
+   * null when it cannot (another namespace: a container sharing the volume) — then only age decides.
+   */
+  readonly pidAlive: boolean | null;
   readonly ageMs: number;
   readonly size: number;
-  /** Dead writer, or older than the age limit: safe to remove. */
+  /** A writer known to be dead, or older than the age limit: safe to remove. */
   readonly stale: boolean;
 }
 
@@ -35,13 +44,6 @@ export interface SweepResult {
   readonly errors: readonly { path: string; code: string }[];
 }
 
-/** Parses this package's temp-file name, or returns null for any other name. */
-export function parseTempName(name: string): { target: string; pid: number; type: 'tmp' | 'bak' } | null {
-  const m = TEMP_FILE_PATTERN.exec(name);
-  if (m === null) return null;
-  return { target: m[1] ?? '', pid: Number(m[2]), type: m[4] === 'bak' ? 'bak' : 'tmp' };
-}
-
 /** True when a process with this pid exists (EPERM means it exists but belongs to someone else). */
 export function pidAlive(pid: number): boolean {
   if (pid === process.pid) return true;
@@ -53,70 +55,111 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-function* sweepPlan(roots: readonly string[], options: SweepOptions): Plan<SweepResult> {
-  const now = options.now ?? Date.now();
-  const maxAge = options.maxAgeMs ?? 3_600_000;
-  const found: TempFile[] = [];
-  const removed: string[] = [];
-  const errors: { path: string; code: string }[] = [];
-  const stack = roots.map((r) => path.resolve(r));
-  while (stack.length > 0) {
-    const dir = stack.pop() ?? '';
-    let entries;
-    try {
-      entries = yield* call('readdir', dir, 'readdir', dir);
-    } catch (err) {
-      const code = errnoCode(err) ?? 'EUNKNOWN';
-      if (code !== 'ENOENT') errors.push({ path: dir, code });
-      continue;
-    }
-    for (const entry of entries) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (options.recursive !== false) stack.push(full);
+/**
+ * Whether the writer of a temp is alive, as far as this process can tell: a pid means something only inside
+ * the namespace it was taken in. A name without a namespace comes from a writer without procfs (or an older
+ * version); it is trusted only when this process has no namespace to compare either.
+ */
+function writerAlive(pid: number, pidns: string | undefined): boolean | null {
+  const mine = pidNamespace();
+  if (pidns === undefined ? mine !== null : pidns !== mine) return null;
+  return pidAlive(pid);
+}
+
+function* sweepDir(
+  dir: DirRef,
+  options: SweepOptions,
+  now: number,
+  maxAge: number,
+  out: { found: TempFile[]; removed: string[]; errors: { path: string; code: string }[] },
+  held: Held,
+  depth: number,
+): Plan<void> {
+  let entries;
+  try {
+    entries = yield* call('readdir', dir.path, 'readdir', selfFd(dir.fd, dir.path));
+  } catch (err) {
+    out.errors.push({ path: dir.path, code: errnoCode(err) ?? 'EUNKNOWN' });
+    return;
+  }
+  for (const entry of entries) {
+    const full = path.join(dir.path, entry.name);
+    if (entry.isDirectory()) {
+      if (options.recursive === false || depth > 64) continue;
+      let fd: number;
+      try {
+        // O_NOFOLLOW: a directory swapped for a link between readdir and here is not entered.
+        fd = yield* call('readdir', full, 'open', at(dir, entry.name), O.RDONLY | O.DIRECTORY | O.NOFOLLOW, 0);
+      } catch (err) {
+        const code = errnoCode(err);
+        if (code !== 'ENOENT' && code !== 'ELOOP' && code !== 'ENOTDIR') out.errors.push({ path: full, code: code ?? 'EUNKNOWN' });
         continue;
       }
-      if (!entry.isFile()) continue;
-      const parsed = parseTempName(entry.name);
-      if (parsed === null) continue;
-      let st;
+      const sub = held.add<DirRef>({ fd, path: full });
+      yield* sweepDir(sub, options, now, maxAge, out, held, depth + 1);
+      continue;
+    }
+    if (!entry.isFile()) continue;
+    const parsed = parseTempName(entry.name);
+    if (parsed === null) continue;
+    const st = yield* lstatAt(dir, entry.name, full);
+    if (st?.isFile() !== true) continue; // finished (or replaced) meanwhile
+    const alive = writerAlive(parsed.pid, parsed.pidns);
+    const ageMs = Math.max(0, now - st.mtimeMs);
+    const temp: TempFile = {
+      path: full,
+      target: path.join(dir.path, parsed.target),
+      pid: parsed.pid,
+      pidns: parsed.pidns,
+      type: parsed.type,
+      pidAlive: alive,
+      ageMs,
+      size: st.size,
+      stale: alive === false || ageMs > maxAge,
+    };
+    out.found.push(temp);
+    if (options.remove === true && temp.stale) {
       try {
-        st = yield* call('lstat', full, 'lstat', full);
+        // Relative to the directory descriptor: the name is removed from this directory, wherever it now is.
+        yield* call('unlink', full, 'unlink', at(dir, entry.name));
+        out.removed.push(full);
       } catch (err) {
-        if (errnoCode(err) === 'ENOENT') continue; // finished meanwhile
-        throw toPolicyError(err, 'lstat', full, `lstat ${full}`);
-      }
-      const alive = pidAlive(parsed.pid);
-      const ageMs = Math.max(0, now - st.mtimeMs);
-      const temp: TempFile = {
-        path: full,
-        target: path.join(dir, parsed.target),
-        pid: parsed.pid,
-        type: parsed.type,
-        pidAlive: alive,
-        ageMs,
-        size: st.size,
-        stale: !alive || ageMs > maxAge,
-      };
-      found.push(temp);
-      if (options.remove === true && temp.stale) {
-        try {
-          yield* op('unlink', full, 'unlink', full);
-          removed.push(full);
-        } catch (err) {
-          errors.push({ path: full, code: errnoCode((err as { cause?: unknown }).cause) ?? 'EUNKNOWN' });
-        }
+        const code = errnoCode(err);
+        if (code !== 'ENOENT') out.errors.push({ path: full, code: code ?? 'EUNKNOWN' });
       }
     }
   }
-  found.sort((a, b) => a.path.localeCompare(b.path));
-  return { found, removed, errors };
+}
+
+function* sweepPlan(roots: readonly string[], options: SweepOptions): Plan<SweepResult> {
+  const now = options.now ?? Date.now();
+  const maxAge = options.maxAgeMs ?? 3_600_000;
+  const out = { found: [] as TempFile[], removed: [] as string[], errors: [] as { path: string; code: string }[] };
+  for (const r of roots) {
+    const root = path.resolve(r);
+    const held = new Held();
+    try {
+      const { anchor, missing } = yield* anchorAt(root, held);
+      if (missing.length > 0) continue; // nothing to sweep
+      yield* sweepDir(anchor, options, now, maxAge, out, held, 0);
+    } catch (err) {
+      if (err instanceof FsPolicyError && err.code === 'ENOENT') continue;
+      throw err instanceof FsPolicyError ? err : toPolicyError(err, 'readdir', root, `sweep ${root}`);
+    } finally {
+      yield* held.release();
+    }
+  }
+  out.found.sort((a, b) => a.path.localeCompare(b.path));
+  return out;
 }
 
 /**
- * Finds this package's own leftover temp files (`.<name>.<pid>.<hex>.tmp|bak`) under `roots`; a file is
- * stale when its writer is dead or it is older than an hour. With `remove`, deletes the stale ones.
- * Files of other programs are never matched.
+ * Finds this package's own leftover temp files (`.<name>.<pid>-<pidns>.<hex>.tmp|bak`) under `roots`; a file
+ * is stale when its writer is known to be dead, or it is older than an hour. A writer in another pid
+ * namespace (a container sharing the volume) cannot be checked from here: only age decides for it, so a
+ * live writer's temp is never taken for an orphan. The walk and every removal go through directory
+ * descriptors; links are never followed. With `remove`, deletes the stale ones. Files of other programs are
+ * never matched.
  */
 export async function sweepTempFiles(roots: string | readonly string[], options: SweepOptions = {}): Promise<SweepResult> {
   return runAsync(sweepPlan(typeof roots === 'string' ? [roots] : roots, options));

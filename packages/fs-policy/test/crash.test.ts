@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawnNode } from '@hermes/test-utils';
-import { sweepTempFilesSync, parseTempName } from '../src/index.js';
+import { atomicWriteSync, sweepTempFilesSync, parseTempName } from '../src/index.js';
 import { fixture, tempEnv } from './helpers.js';
 
 const OLD = JSON.stringify({ version: 'old', pad: 'o'.repeat(50_000) });
@@ -79,14 +79,18 @@ describe('crash safety: SIGKILL at each step', () => {
 });
 
 describe('temp sweep', () => {
-  it('matches only this package\'s names, and judges stale by pid and age', () => {
+  it('matches only this package\'s names, and judges stale by pid (own namespace only) and age', () => {
     const env = tempEnv();
     const dir = path.join(env.home, 'sessions');
     fs.mkdirSync(dir);
-    const live = `.a.json.${process.pid}.0123456789ab.tmp`;
-    const old = `.b.json.${process.pid}.0123456789ab.tmp`;
-    fs.writeFileSync(path.join(dir, live), '');
-    fs.writeFileSync(path.join(dir, old), '');
+    const ns = fs.readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, '$1');
+    const live = `.a.json.${String(process.pid)}-${ns}.0123456789ab.tmp`;
+    const old = `.b.json.${String(process.pid)}-${ns}.0123456789ab.tmp`;
+    const dead = `.c.json.4194303-${ns}.0123456789ab.tmp`;
+    const otherNs = `.d.json.4194303-1.0123456789ab.tmp`; // a writer in another pid namespace: its pid says nothing here
+    const noNs = `.e.json.4194303.0123456789ab.tmp`; // written without a namespace: the pid cannot be trusted either
+    const newline = `.f\njson.4194303-${ns}.0123456789ab.tmp`;
+    for (const n of [live, old, dead, otherNs, noNs, newline]) fs.writeFileSync(path.join(dir, n), '');
     const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
     fs.utimesSync(path.join(dir, old), twoHoursAgo, twoHoursAgo);
     for (const other of ['.a.json.tmp', 'a.json.123.0123456789ab.tmp', '.env_abcd.tmp', '.x.1.zzzzzzzzzzzz.tmp']) {
@@ -96,8 +100,26 @@ describe('temp sweep', () => {
     expect(r.found.map((t) => [path.basename(t.path), t.pidAlive, t.stale])).toEqual([
       [live, true, false],
       [old, true, true],
+      [dead, false, true],
+      [otherNs, null, false],
+      [noNs, null, false],
+      [newline, false, true],
     ]);
     expect(parseTempName('.state.db.42.00ff00ff00ff.bak')).toEqual({ target: 'state.db', pid: 42, type: 'bak' });
+    expect(parseTempName('.state.db.42-4026531836.00ff00ff00ff.tmp')).toEqual({ target: 'state.db', pid: 42, pidns: '4026531836', type: 'tmp' });
     expect(parseTempName('.env_abcd.tmp')).toBeNull();
+    const removed = sweepTempFilesSync(env.home, { remove: true });
+    expect(removed.removed.map((p) => path.basename(p)).sort()).toEqual([old, dead, newline].sort());
+  });
+
+  it('temp names fit NAME_MAX for any target name up to 255 bytes', () => {
+    const env = tempEnv();
+    const dir = path.join(env.home, 'sessions');
+    for (const name of ['a'.repeat(255), 'é'.repeat(127), `${'x'.repeat(250)}.json`]) {
+      const f = path.join(dir, name);
+      atomicWriteSync(f, 'x', { kind: 'sessions', env });
+      expect(fs.readFileSync(f, 'utf8')).toBe('x');
+    }
+    expect(fs.readdirSync(dir)).toHaveLength(3);
   });
 });

@@ -33,7 +33,7 @@ describe.skipIf(!isRoot)('disk full (root only: 64 KiB tmpfs)', () => {
     expect(fs.readdirSync(dir)).toEqual(['p.json']);
   });
 
-  it('append fails with a typed ENOSPC and the original lines are intact', async () => {
+  it('append fails with a typed ENOSPC; the original lines are intact and nothing is truncated', async () => {
     const env = loadEnvironment({ home: mnt, env: { HERMES_MANAGED: 'false' } });
     const f = path.join(mnt, 'trajectories', 't.jsonl');
     await privateAppend(f, '{"line":1}\n', { kind: 'trajectories', env });
@@ -45,7 +45,13 @@ describe.skipIf(!isRoot)('disk full (root only: 64 KiB tmpfs)', () => {
     }
     expect(err).toBeInstanceOf(FsPolicyError);
     expect((err as FsPolicyError).code).toBe('ENOSPC');
-    expect(fs.readFileSync(f, 'utf8')).toBe('{"line":1}\n');
+    // The first line is whole; what the full device accepted of the second record stays as one torn final
+    // fragment (cutting it could cut another writer's line) and is named in the error.
+    const text = fs.readFileSync(f, 'utf8');
+    expect(text.startsWith('{"line":1}\n{"big":"bbb')).toBe(true);
+    const rest = text.slice('{"line":1}\n'.length);
+    expect(rest.includes('\n') ? rest.indexOf('\n') === rest.length - 1 : true).toBe(true);
+    expect((err as FsPolicyError).message).toMatch(/partial record/);
     expect(fs.readdirSync(path.dirname(f))).toEqual(['t.jsonl']);
   });
 });

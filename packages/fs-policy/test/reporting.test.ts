@@ -112,7 +112,7 @@ describe('errors and logging', () => {
 });
 
 describe('append under faults', () => {
-  it('a short append removes the partial record and reports the failure', () => {
+  it('a short append never truncates: the torn fragment stays, the next record of the handle starts a new line', () => {
     const env = tempEnv();
     const f = path.join(env.home, 'trajectories', 't.jsonl');
     appendJsonLineSync(f, { first: true }, { kind: 'trajectories', env });
@@ -127,10 +127,43 @@ describe('append under faults', () => {
       }
       throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC', errno: -28 });
     });
-    expect(() => h.appendJsonSync({ second: 'x'.repeat(100) })).toThrow(expect.objectContaining({ code: 'ENOSPC', step: 'write' }) as Error);
+    let err: unknown;
+    try {
+      h.appendJsonSync({ second: 'x'.repeat(100) });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: 'ENOSPC', step: 'write', errno: -28 });
+    expect((err as Error).message).toContain('after 6 of 114 bytes (ENOSPC)');
+    expect((err as Error).message).toContain('the file ends with the partial record');
     setFaultHook(undefined);
+    // Nothing was cut: a concurrent writer's line after our fragment would have survived too.
+    expect(fs.readFileSync(f, 'utf8')).toBe('{"first":true}\n{"part');
+    h.appendJsonSync({ third: 3 });
     h.closeSync();
-    expect(fs.readFileSync(f, 'utf8')).toBe('{"first":true}\n');
+    expect(fs.readFileSync(f, 'utf8')).toBe('{"first":true}\n{"part\n{"third":3}\n');
+  });
+
+  it('a short append whose newline still fits is terminated at once; another writer\'s line is never touched', () => {
+    const env = tempEnv();
+    const f = path.join(env.home, 'trajectories', 't.jsonl');
+    appendJsonLineSync(f, { first: true }, { kind: 'trajectories', env });
+    let writes = 0;
+    setFaultHook((req) => {
+      if (req.op !== 'write') return undefined;
+      writes++;
+      if (writes === 1) {
+        fs.appendFileSync(f, '{"pa'); // our fragment
+        fs.appendFileSync(f, '{"other":"writer"}\n'); // another process's line lands right after it
+        return { result: 4 };
+      }
+      return undefined;
+    });
+    expect(() => appendJsonLineSync(f, { second: 2 }, { kind: 'trajectories', env })).toThrow(
+      expect.objectContaining({ code: 'ETORN_RECORD', step: 'short-write' }) as Error,
+    );
+    setFaultHook(undefined);
+    expect(fs.readFileSync(f, 'utf8')).toBe('{"first":true}\n{"pa{"other":"writer"}\n\n');
   });
 
   it('an fsync failure on append is typed and names the step', async () => {
@@ -161,13 +194,28 @@ describe.skipIf(!isRoot)('ownership (root only)', () => {
     expect(modeOf(f)).toBe('0600');
   });
 
-  it('as root, a replaced file keeps its owner', () => {
+  it('as root, a replaced file of the home\'s owner keeps its owner', () => {
     const env = tempEnv();
+    fs.chownSync(env.home, 1234, 5678);
     const f = path.join(env.home, 'sessions', 'x.json');
     fs.mkdirSync(path.dirname(f));
     fs.writeFileSync(f, 'old');
     fs.chownSync(f, 1234, 5678);
     atomicWriteSync(f, 'new', { kind: 'sessions', env });
     expect([fs.statSync(f).uid, fs.statSync(f).gid]).toEqual([1234, 5678]);
+    expect(fs.readFileSync(f, 'utf8')).toBe('new');
+  });
+
+  it('as root, a file of an unrelated uid is never replaced (EFOREIGN_OWNER), its content kept', () => {
+    const env = tempEnv();
+    const f = path.join(env.home, 'sessions', 'x.json');
+    fs.mkdirSync(path.dirname(f));
+    fs.writeFileSync(f, 'theirs');
+    fs.chownSync(f, 4321, 4321);
+    expect(() => atomicWriteSync(f, 'new', { kind: 'sessions', env })).toThrow(
+      expect.objectContaining({ code: 'EFOREIGN_OWNER', path: f }) as Error,
+    );
+    expect(fs.readFileSync(f, 'utf8')).toBe('theirs');
+    expect(ls(path.dirname(f))).toEqual(['x.json']);
   });
 });

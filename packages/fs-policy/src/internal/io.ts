@@ -14,6 +14,9 @@ export interface Ops {
   open: (path: string, flags: number, mode: number) => number;
   write: (fd: number, buffer: Uint8Array, offset: number, length: number) => number;
   fchmod: (fd: number, mode: number) => void;
+  /** Only ever called on `/proc/self/fd/<fd>` of an `O_PATH` descriptor: changes exactly the object it holds. */
+  chmod: (path: string, mode: number) => void;
+  read: (fd: number, buffer: Uint8Array, offset: number, length: number, position: number | null) => number;
   fchown: (fd: number, uid: number, gid: number) => void;
   fstat: (fd: number) => fs.Stats;
   fsync: (fd: number) => void;
@@ -63,6 +66,10 @@ const syncOps: Ops = {
   fchown: (fd, uid, gid) => {
     fs.fchownSync(fd, uid, gid);
   },
+  chmod: (p, mode) => {
+    fs.chmodSync(p, mode);
+  },
+  read: (fd, b, o, l, pos) => fs.readSync(fd, b, o, l, pos),
   fstat: (fd) => fs.fstatSync(fd),
   fsync: (fd) => {
     fs.fsyncSync(fd);
@@ -97,6 +104,7 @@ const pFsync = promisify(fs.fsync);
 const pClose = promisify(fs.close);
 const pFtruncate = promisify(fs.ftruncate);
 const pOpen = promisify(fs.open);
+const pRead = promisify(fs.read);
 
 const asyncOps: AsyncOps = {
   lstat: (p) => fs.promises.lstat(p),
@@ -108,6 +116,8 @@ const asyncOps: AsyncOps = {
   write: async (fd, b, o, l) => (await pWrite(fd, b, o, l)).bytesWritten,
   fchmod: (fd, mode) => pFchmod(fd, mode),
   fchown: (fd, uid, gid) => pFchown(fd, uid, gid),
+  chmod: (p, mode) => fs.promises.chmod(p, mode),
+  read: async (fd, b, o, l, pos) => (await pRead(fd, b, o, l, pos)).bytesRead,
   fstat: (fd) => pFstat(fd),
   fsync: (fd) => pFsync(fd),
   ftruncate: (fd, length) => pFtruncate(fd, length),

@@ -1,0 +1,266 @@
+/**
+ * Reaching a directory for a primitive: choose the root, check the path to it when privileged, open it,
+ * create what is missing, and walk below it through descriptors.
+ */
+import type * as fs from 'node:fs';
+import * as path from 'node:path';
+import { currentUid, errnoCode, FsPolicyError, toPolicyError } from '../errors.js';
+import type { HermesEnvironment } from '../env.js';
+import { dirModeFor, getKind, type KindRef } from '../registry.js';
+import { call, type Plan } from './io.js';
+import { anchorMode } from './anchor.js';
+import { anchorAt, asRoot, checkRawPath, componentsBelow, type CreateSpec, type DirRef, type Held, lazyRoot, type RootRef, statOf, tryOpenBelow, walkPlan } from './resolve.js';
+import { isInside } from './steps.js';
+
+export interface Reached {
+  /** The root links must stay inside (the home, the explicit root, or the anchor of an outside target). */
+  readonly root: RootRef;
+  /** Every directory from the root down to the one reached (bottom first). */
+  readonly stack: readonly DirRef[];
+  /** The directory reached. */
+  readonly dir: DirRef;
+  /** Levels created by this call, outermost first. */
+  readonly created: readonly string[];
+  readonly warnings: readonly string[];
+}
+
+export interface ReachOptions {
+  readonly env: HermesEnvironment;
+  /** The containment root for targets inside it (default: the home). */
+  readonly root?: string | undefined;
+  /** Create missing levels with this kind's directory mode; undefined: everything must exist. */
+  readonly createFor?: KindRef | undefined;
+}
+
+/**
+ * Chains already found safe, by home path and HERMES_UID, with the identity of the directory then opened.
+ * Only root and the home's owner can change a directory on a safe chain, so the verdict holds while that
+ * identity does; a different directory at the path is checked again.
+ */
+const verifiedChains = new Map<string, { dev: number; ino: number }>();
+
+function rememberChain(key: string, st: fs.Stats): void {
+  if (verifiedChains.size >= 256) verifiedChains.clear();
+  verifiedChains.set(key, { dev: st.dev, ino: st.ino });
+}
+
+function sameInode(a: { dev: number; ino: number } | undefined, b: fs.Stats): boolean {
+  return a?.dev === b.dev && a.ino === b.ino;
+}
+
+/** True when this process may act for others (root): the path to the home must then be one others cannot redirect. */
+export function isPrivileged(): boolean {
+  return currentUid() === 0;
+}
+
+/** The boundary links must stay inside for `target`, or undefined when it lies outside the home and the root. */
+export function boundaryFor(target: string, env: HermesEnvironment, root: string | undefined): string | undefined {
+  if (root !== undefined) {
+    const r = path.resolve(root);
+    if (isInside(target, r)) return r;
+  }
+  return isInside(target, env.home) ? env.home : undefined;
+}
+
+/** Reaches the directory `dir` (absolute or relative to the cwd). Descriptors go to `held`. */
+export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): Plan<Reached> {
+  checkRawPath(dir);
+  const env = options.env;
+  const target = path.resolve(dir);
+  const boundary = boundaryFor(target, env, options.root);
+  const top = boundary ?? target;
+  if (boundary !== undefined && boundary === path.parse(boundary).root) {
+    throw new FsPolicyError({
+      code: 'EDANGEROUS_HOME',
+      step: 'resolve',
+      path: boundary,
+      message: `refusing to use ${boundary} as ${boundary === env.home ? 'the Hermes home' : 'a root'}: it is the filesystem root`,
+    });
+  }
+  const privileged = isPrivileged();
+  const below = boundary === undefined ? [] : componentsBelow(boundary, target);
+  if (!privileged && boundary !== undefined && below.length > 0 && anchorMode() === 'procfd') {
+    // The common case, one open shorter: the first level below an existing root, opened without following a
+    // link there. Any failure takes the long way below, which reports it properly.
+    const first = yield* tryOpenBelow(boundary, below[0] ?? '', held);
+    if (first !== undefined) {
+      const root = lazyRoot(boundary);
+      const created: string[] = [];
+      const warnings: string[] = [];
+      const stack = yield* walkPlan(root, [root, first], below.slice(1), createSpecFor(options, env, warnings, created) ?? { contain: true }, held);
+      return { root, stack, dir: stack[stack.length - 1] ?? first, created, warnings };
+    }
+  }
+  const chainKey = `${top}\0${String(env.uid)}`;
+  const cached = privileged ? verifiedChains.get(chainKey) : undefined;
+  const chain = privileged && cached === undefined ? yield* chainCheckPlan(top, env) : undefined;
+  const { anchor, missing } = yield* anchorAt(top, held);
+  if (privileged) {
+    const opened = yield* statOf(anchor, held);
+    let want = chain ?? cached;
+    if (chain === undefined && !sameInode(want, opened)) want = yield* chainCheckPlan(top, env); // moved since: check again
+    if (!sameInode(want, opened)) {
+      throw new FsPolicyError({ code: 'ERACE', step: 'resolve', path: anchor.path, message: `${anchor.path} changed between the ownership check and its use` });
+    }
+    rememberChain(chainKey, opened);
+  }
+  const warnings: string[] = [];
+  const created: string[] = [];
+  const kind = options.createFor === undefined ? undefined : getKind(options.createFor);
+  const spec: CreateSpec | undefined =
+    kind === undefined ? undefined : { mode: dirModeFor(kind, env), ownership: kind.ownership, env, warnings, created };
+  let stack: DirRef[] = [anchor];
+  let root: RootRef = anchor;
+  if (missing.length > 0) {
+    if (boundary !== undefined && boundary === env.home) refuseToInventHome(env.home, env);
+    if (spec === undefined) {
+      throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: top, message: `${top} does not exist` });
+    }
+    stack = yield* walkPlan(anchor, stack, missing, { create: spec, contain: false }, held);
+    if (boundary !== undefined) {
+      root = asRoot(stack[stack.length - 1] ?? anchor);
+      stack = [root];
+    }
+  }
+  if (boundary !== undefined) {
+    stack = yield* walkPlan(root, stack, below, spec === undefined ? { contain: true } : { create: spec, contain: true }, held);
+  }
+  return { root, stack, dir: stack[stack.length - 1] ?? root, created, warnings };
+}
+
+/** The walk spec for levels below the root (undefined kind: nothing is created). */
+function createSpecFor(options: ReachOptions, env: HermesEnvironment, warnings: string[], created: string[]): { create: CreateSpec; contain: true } | undefined {
+  if (options.createFor === undefined) return undefined;
+  const kind = getKind(options.createFor);
+  return { create: { mode: dirModeFor(kind, env), ownership: kind.ownership, env, warnings, created }, contain: true };
+}
+
+/**
+ * The home itself is never invented where its absence means something: a managed home is created by the
+ * package manager, and a missing named profile was deleted (or never created) on purpose.
+ */
+export function refuseToInventHome(home: string, env: HermesEnvironment): void {
+  if (env.managed.managed) {
+    throw new FsPolicyError({
+      code: 'EMANAGED_MISSING',
+      step: 'mkdir',
+      path: home,
+      message: `Required directory does not exist: ${home} (managed install: the package manager creates the home)`,
+    });
+  }
+  if (path.basename(path.dirname(home)) === 'profiles') {
+    throw new FsPolicyError({
+      code: 'EPROFILE_MISSING',
+      step: 'mkdir',
+      path: home,
+      message: `Named profile home does not exist: ${home}; refusing to recreate it`,
+    });
+  }
+}
+
+interface ChainEntry {
+  readonly path: string;
+  readonly st: fs.Stats;
+  /** The directory the entry sits in (its st), for links. */
+  readonly parent: fs.Stats | undefined;
+}
+
+/**
+ * The path check made before root acts on a home (OpenSSH's StrictModes, systemd's safe transitions): from
+ * `/` down to `top`, every directory passed through — links resolved here, one step at a time — must be
+ * owned by root or by the home's owner and must not be writable by anyone else (a sticky directory is
+ * accepted: others may add entries there but cannot replace ours). A link must sit in such a directory, and
+ * in a sticky one it must itself belong to root or the home's owner. With HERMES_UID set, the home must belong
+ * to root or to that uid. Returns the `lstat` of the deepest existing directory (compared with what is then
+ * opened), or throws EUNSAFE_PATH naming the directory that others could change.
+ */
+export function* chainCheckPlan(top: string, env: HermesEnvironment): Plan<fs.Stats> {
+  const dirs: ChainEntry[] = [];
+  const links: ChainEntry[] = [];
+  let cur = path.parse(top).root;
+  let curSt = yield* lstatPath(cur, top);
+  if (curSt === undefined) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: cur, message: `${cur} does not exist` });
+  dirs.push({ path: cur, st: curSt, parent: undefined });
+  const queue = top.split('/').filter((c) => c !== '');
+  let hops = 0;
+  let complete = true;
+  while (queue.length > 0) {
+    const name = queue.shift() ?? '';
+    if (name === '.' || name === '') continue;
+    if (name === '..') {
+      cur = path.dirname(cur);
+      const back = [...dirs].reverse().find((d) => d.path === cur);
+      curSt = back?.st ?? curSt;
+      continue;
+    }
+    const p = path.join(cur, name);
+    const st = yield* lstatPath(p, top);
+    if (st === undefined) {
+      complete = false;
+      break;
+    }
+    if (st.isSymbolicLink()) {
+      if (++hops > 40) throw new FsPolicyError({ code: 'ELOOP', step: 'resolve', path: p, message: `too many levels of symbolic links at ${p}` });
+      links.push({ path: p, st, parent: curSt });
+      let text: string;
+      try {
+        text = yield* call('resolve', p, 'readlink', p);
+      } catch (err) {
+        throw toPolicyError(err, 'resolve', p, `readlink ${p}`);
+      }
+      if (path.isAbsolute(text)) cur = path.parse(text).root;
+      queue.unshift(...text.split('/'));
+      continue;
+    }
+    if (!st.isDirectory()) {
+      throw new FsPolicyError({ code: 'ENOTDIR', step: 'resolve', path: p, message: `${p} is not a directory` });
+    }
+    dirs.push({ path: p, st, parent: curSt });
+    cur = p;
+    curSt = st;
+  }
+  const home = complete ? dirs[dirs.length - 1] : undefined;
+  if (home !== undefined && env.uid !== undefined && home.st.uid !== 0 && home.st.uid !== env.uid) {
+    throw new FsPolicyError({
+      code: 'EFOREIGN_OWNER',
+      step: 'resolve',
+      path: top,
+      message: `${top} is owned by uid ${String(home.st.uid)}, neither root nor HERMES_UID=${String(env.uid)}; refusing to act on it as root`,
+    });
+  }
+  const owner = home?.st.uid ?? env.uid ?? 0;
+  const trusted = (uid: number): boolean => uid === 0 || uid === owner;
+  for (const d of dirs) {
+    if (d === home) continue; // the home itself may be group-shared (2770): what is inside is the resolver's job
+    if (!trusted(d.st.uid)) throw unsafe(d.path, top, `is owned by uid ${String(d.st.uid)}`);
+    const sticky = (d.st.mode & 0o1000) !== 0;
+    if (!sticky && (d.st.mode & 0o022) !== 0) {
+      throw unsafe(d.path, top, `is writable by ${(d.st.mode & 0o020) !== 0 ? 'its group' : 'others'} (mode ${(d.st.mode & 0o7777).toString(8).padStart(4, '0')})`);
+    }
+  }
+  for (const l of links) {
+    const parentSticky = l.parent !== undefined && (l.parent.mode & 0o1000) !== 0;
+    if (parentSticky && !trusted(l.st.uid)) throw unsafe(l.path, top, `is a link owned by uid ${String(l.st.uid)} in a sticky directory`);
+  }
+  const last = dirs[dirs.length - 1];
+  if (last === undefined) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: top, message: `${top} does not exist` });
+  return last.st;
+}
+
+function unsafe(p: string, top: string, why: string): FsPolicyError {
+  return new FsPolicyError({
+    code: 'EUNSAFE_PATH',
+    step: 'resolve',
+    path: p,
+    message: `refusing to act on ${top} as root: ${p} ${why}, so another uid could redirect the path`,
+  });
+}
+
+function* lstatPath(p: string, top: string): Plan<fs.Stats | undefined> {
+  try {
+    return yield* call('resolve', p, 'lstat', p);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw toPolicyError(err, 'resolve', p, `lstat ${p} (on the way to ${top})`);
+  }
+}

@@ -1,0 +1,438 @@
+/**
+ * The descriptor-anchored resolver: every primitive reaches its directory through here.
+ *
+ * A root (the home, an explicit `root`, or for a target outside both the deepest existing ancestor of the
+ * target) is opened once. Every name below it is looked up one component at a time relative to the
+ * descriptor of its parent, never by handing the kernel a multi-component path it would follow. Symlinks
+ * below the root are resolved here, step by step, and refused when they lead out of it. Whatever a member
+ * of the service group swaps between two steps, each step acts on the directory the previous step verified.
+ */
+import type * as fs from 'node:fs';
+import * as path from 'node:path';
+import { currentUid, errnoCode, FsPolicyError, toPolicyError } from '../errors.js';
+import type { HermesEnvironment } from '../env.js';
+import { getLogger } from '../logger.js';
+import { anchorMode, atFd, selfFd } from './anchor.js';
+import { call, O, type Plan } from './io.js';
+import { bestEffort, isInside, op } from './steps.js';
+
+/** A directory held open for the duration of one operation. */
+export interface DirRef {
+  /** The descriptor, or -1 for a root not opened yet (see {@link materialize}). */
+  fd: number;
+  /** The logical absolute path, for messages (and for path operations in fallback mode). */
+  readonly path: string;
+  /** `fstat` of the descriptor, taken when first needed ({@link statOf}). */
+  st?: fs.Stats;
+}
+
+/** `fstat` of a held directory, taken once (a lazily given root is opened first). */
+export function* statOf(dir: DirRef, held: Held): Plan<fs.Stats> {
+  const ref = yield* materialize(dir, held);
+  ref.st ??= yield* op('resolve', ref.path, 'fstat', ref.fd);
+  return ref.st;
+}
+
+/** The root of one operation: links below it must stay inside it. */
+export interface RootRef extends DirRef {
+  /** The root's real path, read from its descriptor the first time an absolute link needs it. */
+  real?: string;
+}
+
+/** Every descriptor one operation opened; released (closed) once, at the end, whatever happened. */
+export class Held {
+  private readonly refs: DirRef[] = [];
+  add<T extends DirRef>(ref: T): T {
+    this.refs.push(ref);
+    return ref;
+  }
+  *release(): Plan<void> {
+    const refs = this.refs.splice(0);
+    for (const ref of refs.reverse()) if (ref.fd >= 0) yield* bestEffort([], 'release', ref.path, 'close', ref.fd);
+  }
+}
+
+/** The path through which `name` inside `dir` is reached (descriptor-relative on Linux). */
+export function at(dir: DirRef, name: string): string {
+  return atFd(dir.fd, dir.path, name);
+}
+
+const DIR_FLAGS = O.RDONLY | O.DIRECTORY | O.NOFOLLOW;
+const MAX_LINK_HOPS = 40;
+const MAX_RACE_RETRIES = 16;
+
+/** A name is one component: never empty, `.`, `..`, or containing `/` or NUL. */
+export function checkName(name: string, display: string): void {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+    throw new FsPolicyError({
+      code: 'EINVALID_PATH',
+      step: 'resolve',
+      path: display,
+      message: `invalid path component ${JSON.stringify(name)} in ${JSON.stringify(display)}: empty, '.', '..', '/' and NUL are refused`,
+    });
+  }
+}
+
+/**
+ * Checks a caller's path before it is normalised: a NUL byte or a `..` component is refused (a path that
+ * climbs is ambiguous once links are involved, and nothing in Hermes needs one).
+ */
+export function checkRawPath(raw: string): void {
+  if (raw.includes('\0')) {
+    throw new FsPolicyError({ code: 'EINVALID_PATH', step: 'resolve', path: raw.replace(/\0/g, '\\0'), message: `path contains a NUL byte` });
+  }
+  if (raw.split(/[\\/]/).includes('..')) {
+    throw new FsPolicyError({ code: 'EINVALID_PATH', step: 'resolve', path: raw, message: `path ${JSON.stringify(raw)} contains a '..' component; pass a normalised path` });
+  }
+}
+
+/** The components of `target` below `root` (both absolute and normalised; target inside root). */
+export function componentsBelow(root: string, target: string): string[] {
+  const rel = path.relative(root, target);
+  return rel === '' ? [] : rel.split(path.sep);
+}
+
+type OpenOutcome = { kind: 'dir'; ref: DirRef } | { kind: 'missing' } | { kind: 'link' } | { kind: 'notdir' };
+
+/** Opens `name` inside `parent` as a directory without following a link there. */
+function* openDirAt(parent: DirRef, name: string, display: string, held: Held): Plan<OpenOutcome> {
+  let fd: number;
+  try {
+    fd = yield* call('resolve', display, 'open', at(parent, name), DIR_FLAGS, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT') return { kind: 'missing' };
+    if (code === 'ENOTDIR' || code === 'ELOOP') {
+      const lst = yield* lstatAt(parent, name, display);
+      if (lst === undefined) return { kind: 'missing' };
+      return lst.isSymbolicLink() ? { kind: 'link' } : lst.isDirectory() ? { kind: 'missing' } : { kind: 'notdir' };
+    }
+    throw toPolicyError(err, 'resolve', display, `open directory ${display}`);
+  }
+  const ref = held.add<DirRef>({ fd, path: display });
+  if (anchorMode() === 'fallback') {
+    yield* statOf(ref, held);
+    yield* verifyUnchanged(parent, held);
+  }
+  return { kind: 'dir', ref };
+}
+
+/** Fallback mode only: the parent must still be the directory it was when it was opened. */
+function* verifyUnchanged(dir: DirRef, held: Held): Plan<void> {
+  let st: fs.Stats | undefined;
+  try {
+    st = yield* call('resolve', dir.path, 'lstat', dir.path);
+  } catch {
+    st = undefined;
+  }
+  const known = yield* statOf(dir, held);
+  if (st?.dev !== known.dev || st.ino !== known.ino) {
+    throw new FsPolicyError({
+      code: 'ERACE',
+      step: 'resolve',
+      path: dir.path,
+      message: `${dir.path} was replaced while it was being used`,
+    });
+  }
+}
+
+/** lstat of `name` inside `dir`; undefined when it does not exist. */
+export function* lstatAt(dir: DirRef, name: string, display: string): Plan<fs.Stats | undefined> {
+  try {
+    return yield* call('resolve', display, 'lstat', at(dir, name));
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT') return undefined;
+    throw toPolicyError(err, 'resolve', display, `lstat ${display}`);
+  }
+}
+
+/** What a walk creates, and how. */
+export interface CreateSpec {
+  /** Exact mode for created levels (unmanaged), or null on a managed install (0770 requested; the setgid parent and umask decide). */
+  readonly mode: number | null;
+  /** Apply HERMES_UID/HERMES_GID to created levels. */
+  readonly ownership: boolean;
+  readonly env: HermesEnvironment;
+  readonly warnings: string[];
+  /** Levels this walk created, outermost first (appended to). */
+  readonly created: string[];
+}
+
+/** The mode requested from mkdir(2) on a managed install: at most 2770 once the setgid parent adds its bit. */
+const MANAGED_MKDIR_MODE = 0o770;
+
+interface Step {
+  readonly name: string;
+  /** Set when the component came from a link's text: a missing one means the link dangles. */
+  readonly link?: { readonly display: string; readonly text: string };
+}
+
+export interface WalkSpec {
+  readonly create?: CreateSpec;
+  /**
+   * true: links must resolve inside `root` and are resolved here; false (levels above the root, the
+   * operator's business): links are followed by the kernel, but a dangling one is refused.
+   */
+  readonly contain: boolean;
+}
+
+/**
+ * Walks `names` from the directory on top of `stack` (the bottom of the stack is `root`), one component at a
+ * time, creating missing levels when `spec.create` says so. Returns the new stack (the last entry is the
+ * directory reached). Every descriptor opened is registered in `held`.
+ */
+export function* walkPlan(root: RootRef, stack: readonly DirRef[], names: readonly string[], spec: WalkSpec, held: Held): Plan<DirRef[]> {
+  const dirs = [...stack];
+  const queue: Step[] = names.map((name) => ({ name }));
+  let hops = 0;
+  let races = 0;
+  for (;;) {
+    const item = queue.shift();
+    if (item === undefined) break;
+    if (item.link !== undefined && (item.name === '' || item.name === '.')) continue;
+    if (item.link !== undefined && item.name === '..') {
+      if (dirs.length <= 1) throw escapeError(item.link.display, item.link.text, root);
+      dirs.pop();
+      continue;
+    }
+    const cur = yield* materialize(dirs[dirs.length - 1] ?? root, held);
+    const display = path.join(cur.path, item.name);
+    checkName(item.name, display);
+    const r = yield* openDirAt(cur, item.name, display, held);
+    if (r.kind === 'dir') {
+      dirs.push(r.ref);
+      continue;
+    }
+    if (r.kind === 'notdir') {
+      throw new FsPolicyError({ code: 'ENOTDIR', step: 'mkdir', path: display, message: `${display} exists and is not a directory` });
+    }
+    if (r.kind === 'missing') {
+      if (item.link !== undefined) throw danglingError(item.link.display, item.link.text);
+      if (spec.create === undefined) {
+        throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: display, message: `${display} does not exist` });
+      }
+      const made = yield* mkdirAt(cur, item.name, display, spec.create, held);
+      if (made === undefined) {
+        // Lost a race (another process created, removed or replaced the entry): look again.
+        if (++races > MAX_RACE_RETRIES) throw raceError(display);
+        queue.unshift(item);
+        continue;
+      }
+      dirs.push(made);
+      continue;
+    }
+    // A symbolic link.
+    if (++hops > MAX_LINK_HOPS) {
+      throw new FsPolicyError({ code: 'ELOOP', step: 'resolve', path: display, message: `too many levels of symbolic links at ${display}` });
+    }
+    const text = yield* readlinkAt(cur, item.name, display);
+    if (!spec.contain) {
+      // Above the root: the operator's link, followed by the kernel — but a dangling one is never materialised.
+      const followed = yield* openFollowing(cur, item.name, display, text, held);
+      dirs.push(followed);
+      continue;
+    }
+    root.real ??= yield* realOf(root);
+    const steps = yield* linkSteps(root, display, text);
+    if (path.isAbsolute(text)) dirs.splice(1);
+    queue.unshift(...steps);
+  }
+  return dirs;
+}
+
+/** The components a link's text contributes, checked for containment when absolute. */
+function* linkSteps(root: RootRef, display: string, text: string): Plan<Step[]> {
+  let rel: string;
+  if (path.isAbsolute(text)) {
+    const norm = path.normalize(text);
+    const base = [root.real ?? root.path, root.path].find((r) => isInside(norm, r));
+    if (base === undefined) {
+      // Leaves the root. Say whether it dangles (the better diagnostic), never follow it.
+      if (yield* danglesOutside(text)) throw danglingError(display, text);
+      throw escapeError(display, text, root);
+    }
+    rel = path.relative(base, norm);
+  } else {
+    rel = text;
+  }
+  const link = { display, text };
+  return rel.split('/').map((name) => ({ name, link }));
+}
+
+/** Whether an absolute link target outside the root is missing (stat only: nothing is opened or created). */
+function* danglesOutside(text: string): Plan<boolean> {
+  try {
+    yield* call('resolve', text, 'stat', text);
+    return false;
+  } catch (err) {
+    return errnoCode(err) === 'ENOENT';
+  }
+}
+
+function* readlinkAt(dir: DirRef, name: string, display: string): Plan<string> {
+  return yield* op('resolve', display, 'readlink', at(dir, name));
+}
+
+/** Above the root only: opens a link's target through the kernel, refusing a dangling one. */
+function* openFollowing(dir: DirRef, name: string, display: string, text: string, held: Held): Plan<DirRef> {
+  let fd: number;
+  try {
+    fd = yield* call('resolve', display, 'open', at(dir, name), O.RDONLY | O.DIRECTORY, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT') throw danglingError(display, text);
+    if (code === 'ENOTDIR') {
+      throw new FsPolicyError({ code: 'ENOTDIR', step: 'resolve', path: display, message: `${display} -> ${text} is a link to something that is not a directory` });
+    }
+    throw toPolicyError(err, 'resolve', display, `open ${display}`);
+  }
+  return held.add<DirRef>({ fd, path: display });
+}
+
+/** Creates `name` inside `parent`; undefined when another process won the race for that name. */
+function* mkdirAt(parent: DirRef, name: string, display: string, spec: CreateSpec, held: Held): Plan<DirRef | undefined> {
+  try {
+    yield* call('mkdir', display, 'mkdir', at(parent, name), spec.mode ?? MANAGED_MKDIR_MODE);
+  } catch (err) {
+    if (errnoCode(err) === 'EEXIST') return undefined;
+    throw toPolicyError(err, 'mkdir', display, `mkdir ${display}`);
+  }
+  let fd: number;
+  try {
+    fd = yield* call('mkdir', display, 'open', at(parent, name), DIR_FLAGS, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined; // replaced right after mkdir
+    throw toPolicyError(err, 'mkdir', display, `open ${display}`);
+  }
+  const st = yield* op('mkdir', display, 'fstat', fd);
+  const ref = held.add<DirRef>({ fd, path: display, st });
+  if (st.uid !== currentUid()) {
+    // Someone replaced the directory we made with their own between mkdir and open: use it as an existing
+    // level (inside the root), never chmod or chown it.
+    return ref;
+  }
+  spec.created.push(display);
+  if (spec.mode === null) return ref;
+  // mkdir(2) masks with the umask and never sets setgid: fchmod makes the mode exact.
+  yield* op('fchmod', display, 'fchmod', fd, spec.mode);
+  const env = spec.env;
+  if (spec.ownership && (env.uid !== undefined || env.gid !== undefined)) {
+    const ok = yield* bestEffort(spec.warnings, 'fchown', display, 'fchown', fd, env.uid ?? -1, env.gid ?? -1);
+    if (!ok) {
+      getLogger().warn('HERMES_UID/HERMES_GID not applied (needs root); directory left owned by the process', {
+        path: display,
+        uid: currentUid(),
+      });
+    }
+  }
+  ref.st = yield* op('mkdir', display, 'fstat', fd);
+  return ref;
+}
+
+export function danglingError(link: string, target: string): FsPolicyError {
+  return new FsPolicyError({
+    code: 'EDANGLING_LINK',
+    step: 'resolve',
+    path: link,
+    message: `Directory link is unavailable: ${link} -> ${target} (its target does not exist or is not mounted); nothing was created`,
+  });
+}
+
+function escapeError(link: string, text: string, root: RootRef): FsPolicyError {
+  return new FsPolicyError({
+    code: 'ESYMLINK_ESCAPE',
+    step: 'resolve',
+    path: link,
+    message: `${link} -> ${text} leads outside ${root.path}; refusing to create, read or write through it`,
+  });
+}
+
+export function raceError(p: string): FsPolicyError {
+  return new FsPolicyError({
+    code: 'ERACE',
+    step: 'resolve',
+    path: p,
+    message: `${p} kept being replaced while it was being resolved; gave up after ${String(MAX_RACE_RETRIES)} tries`,
+  });
+}
+
+/** Opens an existing directory by path, letting the kernel follow links (the operator's part of a path). */
+function* openByPath(p: string, held: Held): Plan<RootRef | undefined> {
+  let fd: number;
+  try {
+    fd = yield* call('resolve', p, 'open', p, O.RDONLY | O.DIRECTORY, 0);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ENOTDIR') {
+      throw new FsPolicyError({ code: 'ENOTDIR', step: 'resolve', path: p, message: `${p} (or a component of it) is not a directory` });
+    }
+    throw toPolicyError(err, 'resolve', p, `open directory ${p}`);
+  }
+  return held.add<RootRef>({ fd, path: p });
+}
+
+/**
+ * A root given by path and not opened yet: the common case needs only the first component below it, which
+ * is opened by `<root>/<first>` with O_NOFOLLOW — the same lookup as opening the root and then the first
+ * component relative to it. The root is opened when something needs it (an absolute link, `..`, its owner).
+ */
+export function lazyRoot(p: string): RootRef {
+  return { fd: -1, path: p };
+}
+
+/** Opens a lazily given root (by path, the operator's part) the first time it is needed. */
+export function* materialize<T extends DirRef>(dir: T, held: Held): Plan<T> {
+  if (dir.fd >= 0) return dir;
+  const opened = yield* openByPath(dir.path, held);
+  if (opened === undefined) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: dir.path, message: `${dir.path} does not exist` });
+  dir.fd = opened.fd;
+  return dir;
+}
+
+/** Opens `<root>/<name>` as a directory (no link at `name`); undefined on any failure (the caller takes the long way). */
+export function* tryOpenBelow(root: string, name: string, held: Held): Plan<DirRef | undefined> {
+  const p = path.join(root, name);
+  try {
+    const fd = yield* call('resolve', p, 'open', p, DIR_FLAGS, 0);
+    return held.add<DirRef>({ fd, path: p });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The real path of a held directory (from its descriptor on Linux). */
+export function* realOf(dir: DirRef): Plan<string> {
+  if (dir.fd < 0) return yield* op('resolve', dir.path, 'realpath', dir.path);
+  return anchorMode() === 'procfd' ? yield* op('resolve', dir.path, 'readlink', selfFd(dir.fd, dir.path)) : yield* op('resolve', dir.path, 'realpath', dir.path);
+}
+
+/** A directory reached by a walk, promoted to the root of what follows. */
+export function asRoot(dir: DirRef): RootRef {
+  return { ...dir };
+}
+
+export interface AnchorResult {
+  /** The deepest existing directory at or above the requested one, held open. */
+  readonly anchor: RootRef;
+  /** The components below the anchor that do not exist yet. */
+  readonly missing: readonly string[];
+}
+
+/** Opens the deepest existing directory at or above `target` (absolute, normalised). */
+export function* anchorAt(target: string, held: Held): Plan<AnchorResult> {
+  const missing: string[] = [];
+  let cur = target;
+  for (;;) {
+    const ref = yield* openByPath(cur, held);
+    if (ref !== undefined) return { anchor: ref, missing: missing.reverse() };
+    const parent = path.dirname(cur);
+    if (parent === cur) {
+      throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: target, message: `no existing directory above ${target}` });
+    }
+    missing.push(path.basename(cur));
+    cur = parent;
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * What an existing file must be before the runtime writes into it or carries its mode over: checked on a
+ * descriptor's (or a just-taken lstat's) view, never on a path looked up again.
+ */
+import type * as fs from 'node:fs';
+import { currentUid, FsPolicyError } from '../errors.js';
+import type { HermesEnvironment } from '../env.js';
+import { fileCeilingFor, formatMode, type KindRef } from '../registry.js';
+
+/**
+ * The uids whose files the runtime may write into: its own, the configured HERMES_UID, and — for root acting
+ * on someone's home — the home's owner.
+ */
+export function allowedOwners(env: HermesEnvironment, rootOwner: number | undefined): ReadonlySet<number> {
+  const uid = currentUid();
+  const set = new Set<number>([uid]);
+  if (env.uid !== undefined) set.add(env.uid);
+  if (uid === 0 && rootOwner !== undefined) set.add(rootOwner);
+  return set;
+}
+
+export function checkRegular(p: string, st: fs.Stats, step: 'resolve' | 'verify' | 'open'): void {
+  if (st.isDirectory()) throw new FsPolicyError({ code: 'EISDIR', step, path: p, message: `${p} is a directory` });
+  if (st.isSymbolicLink()) throw new FsPolicyError({ code: 'ESYMLINK', step, path: p, message: `${p} is a symbolic link` });
+  if (!st.isFile()) throw new FsPolicyError({ code: 'ENOTREGULAR', step, path: p, message: `${p} is not a regular file (a FIFO, socket or device)` });
+}
+
+export function checkOwner(p: string, st: fs.Stats, env: HermesEnvironment, rootOwner: number | undefined, what: string): void {
+  const owners = allowedOwners(env, rootOwner);
+  if (!owners.has(st.uid)) {
+    throw new FsPolicyError({
+      code: 'EFOREIGN_OWNER',
+      step: 'verify',
+      path: p,
+      message: `refusing to ${what} ${p}: it is owned by uid ${String(st.uid)}, not by ${[...owners].map(String).join(' or ')}`,
+    });
+  }
+}
+
+/** Append: a regular file of ours, one link, no write access for others beyond the kind's ceiling. */
+export function verifyForAppend(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, rootOwner: number | undefined): void {
+  checkRegular(p, st, 'verify');
+  checkOwner(p, st, env, rootOwner, 'append to');
+  if (st.nlink !== 1) {
+    throw new FsPolicyError({
+      code: 'EHARDLINK',
+      step: 'verify',
+      path: p,
+      message: `refusing to append to ${p}: it has ${String(st.nlink)} hard links, so what is appended is readable under another name`,
+    });
+  }
+  const ceiling = fileCeilingFor(ref, env);
+  const mode = st.mode & 0o777;
+  if ((mode & ~ceiling) !== 0) {
+    throw new FsPolicyError({
+      code: 'EMODE_TOO_WIDE',
+      step: 'verify',
+      path: p,
+      message: `refusing to append to ${p}: mode ${formatMode(mode)} is wider than ${formatMode(ceiling)} (group/other write)`,
+    });
+  }
+}
+
+/**
+ * Replace: the file must be a regular file of ours (someone else's file is never replaced); its mode is carried
+ * over only when it has one link and stays within the kind's ceiling, otherwise the kind's mode applies.
+ */
+export function verifyForReplace(
+  p: string,
+  st: fs.Stats,
+  ref: KindRef,
+  env: HermesEnvironment,
+  rootOwner: number | undefined,
+  warnings: string[],
+): { inheritMode: boolean } {
+  checkRegular(p, st, 'resolve');
+  checkOwner(p, st, env, rootOwner, 'replace');
+  const ceiling = fileCeilingFor(ref, env);
+  const mode = st.mode & 0o777;
+  if (st.nlink > 1) {
+    warnings.push(`${p} has ${String(st.nlink)} hard links; its mode ${formatMode(mode)} is not carried over`);
+    return { inheritMode: false };
+  }
+  if ((mode & ~ceiling) !== 0) {
+    warnings.push(`${p} had mode ${formatMode(mode)}, wider than ${formatMode(ceiling)}; the new version gets the kind's mode`);
+    return { inheritMode: false };
+  }
+  return { inheritMode: true };
+}
