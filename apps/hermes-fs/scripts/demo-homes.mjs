@@ -48,7 +48,7 @@ for (const f of fs.readdirSync(path.join(demo, 'moa-traces'))) fs.chmodSync(path
 for (const f of fs.readdirSync(path.join(demo, 'sessions', 'saved'))) fs.chmodSync(path.join(demo, 'sessions', 'saved', f), 0o644);
 fs.writeFileSync(path.join(demo, '.env'), 'OPENAI_API_KEY=sk-demo\n', { mode: 0o644 });
 fs.chmodSync(path.join(demo, '.env'), 0o644);
-fs.writeFileSync(path.join(demo, 'pending_messages', '.pending-0d5e.json.4194305.9f1c2b3a4d5e.tmp'), '', { mode: 0o600 });
+fs.writeFileSync(path.join(demo, 'pending_messages', `.pending-0d5e.json.4194305-${fs.readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, '$1')}.9f1c2b3a4d5e.tmp`), '', { mode: 0o600 });
 fs.writeFileSync(path.join(demo, 'pending_messages', 'pending-00000000000000000000000000000bad.json.bad'), '{"schema_version":1}', { mode: 0o600 });
 fs.symlinkSync('/srv/shared-exports', path.join(demo, 'sessions', 'exports'));
 

@@ -5,6 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { DoctorReport, Finding } from '../src/index.js';
 import { BIN, cli, cliJson, freshHome, modeOf, seedHome, snapshotTree, cleanupHomes } from './helpers.js';
 
+/** This machine's pid namespace: a temp name carries its writer's, and a dead pid counts only within it. */
+const PIDNS = fs.readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, '$1');
+
 afterAll(cleanupHomes);
 
 function doctor(home: string, args: readonly string[] = [], env: Record<string, string> = {}) {
@@ -180,7 +183,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
 
   it('temp-file: a leftover fs-policy temp file of a dead writer; --fix sweeps it', () => {
     const { home } = cleanHome();
-    const temp = path.join(home, 'sessions', 'saved', '.hermes_conversation_x.json.4194305.0123456789ab.tmp');
+    const temp = path.join(home, 'sessions', 'saved', `.hermes_conversation_x.json.4194305-${PIDNS}.0123456789ab.tmp`);
     fs.writeFileSync(temp, '{"partial":');
     fs.chmodSync(temp, 0o600);
     const { json } = doctor(home);
@@ -235,7 +238,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     fs.chmodSync(path.join(h.home, 'moa-traces'), 0o775);
     fs.chmodSync(path.join(h.home, 'sessions', 'saved'), 0o750);
     fs.chmodSync(h.seed.snapshot, 0o644);
-    const temp = path.join(h.home, 'pending_messages', '.pending-x.json.4194305.0123456789ab.tmp');
+    const temp = path.join(h.home, 'pending_messages', `.pending-x.json.4194305-${PIDNS}.0123456789ab.tmp`);
     fs.writeFileSync(temp, '{');
     fs.chmodSync(temp, 0o600);
     return h;
@@ -250,7 +253,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
         ['moa-traces', 'changed', '0775', '0700'],
         ['sessions/saved', 'changed', '0750', '0700'],
         [path.relative(home, seed.snapshot), 'changed', '0644', '0600'],
-        ['pending_messages/.pending-x.json.4194305.0123456789ab.tmp', 'removed', null, null],
+        [`pending_messages/.pending-x.json.4194305-${PIDNS}.0123456789ab.tmp`, 'removed', null, null],
       ]),
     );
     expect(json.fix.changes).toHaveLength(5);

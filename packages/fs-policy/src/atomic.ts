@@ -4,7 +4,7 @@ import { currentGid, currentUid, FsPolicyError, toPolicyError } from './errors.j
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { reachDirPlan, type Reached } from './internal/reach.js';
-import { at, checkName, checkRawPath, componentsBelow, type DirRef, Held, lstatAt, realOf, statOf, walkPlan } from './internal/resolve.js';
+import { at, checkName, checkRawPath, componentsBelow, type DirRef, fsyncDir, Held, lstatAt, realOf, statOf, walkPlan } from './internal/resolve.js';
 import { bestEffort, isInside, op } from './internal/steps.js';
 import { tempNameFor } from './internal/tempname.js';
 import { checkRegular, verifyForReplace } from './internal/verify.js';
@@ -99,7 +99,7 @@ function* resolveTargetPlan(reached: Reached, name: string, held: Held): Plan<Ta
       throw new FsPolicyError({ code: 'ENOTREGULAR', step: 'resolve', path: display, message: `${display} -> ${text} does not name a file` });
     }
     try {
-      stack = yield* walkPlan(reached.root, stack, parts, { contain: true }, held);
+      stack = yield* walkPlan(reached.root, stack, parts, {}, held);
     } catch (err) {
       if (err instanceof FsPolicyError && err.code === 'ENOENT') {
         throw new FsPolicyError({ code: 'EDANGLING_LINK', step: 'resolve', path: requested, message: `${display} -> ${text} is a dangling link; refusing to create its target` });
@@ -184,7 +184,11 @@ function* commitPlan(
   let tmpExists = false;
   let committed = false;
   try {
-    fd = yield* op('open', real, 'open', at(dir, tmpName), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
+    try {
+      fd = yield* call('open', real, 'open', at(dir, tmpName), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
+    } catch (err) {
+      throw toPolicyError(err, 'open', real, `create the temp file ${tmp}`);
+    }
     tmpExists = true;
     let offset = 0;
     while (offset < data.length) {
@@ -237,7 +241,7 @@ function* commitPlan(
 
     if (durable === 'file+dir') {
       try {
-        yield* op('fsync-dir', dir.path, 'fsync', dir.fd);
+        yield* fsyncDir(dir);
       } catch (err) {
         committed = false;
         throw yield* rollbackPlan(err, dir, name, real, mine, backup, existing !== undefined, warnings);

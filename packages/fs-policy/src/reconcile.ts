@@ -5,7 +5,7 @@ import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { anchorMode, O_PATH, selfFd } from './internal/anchor.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { boundaryFor, reachDirPlan } from './internal/reach.js';
-import { at, checkName, checkRawPath, type DirRef, Held, lstatAt, statOf } from './internal/resolve.js';
+import { at, checkName, checkRawPath, type DirRef, Held, heldAsPath, lstatAt, statOf } from './internal/resolve.js';
 import { op } from './internal/steps.js';
 import { getLogger } from './logger.js';
 import { dirModeFor, fileMaxModeFor, formatMode, getKind, type KindRef } from './registry.js';
@@ -86,7 +86,7 @@ function* openEntry(target: string, type: 'dir' | 'file', env: HermesEnvironment
       if (err instanceof FsPolicyError && err.code === 'ENOENT') return { kind: 'missing' };
       throw err;
     }
-    return { kind: 'open', entry: { fd: r.dir.fd, st: yield* statOf(r.dir, held), pathOnly: false } };
+    return { kind: 'open', entry: { fd: r.dir.fd, st: yield* statOf(r.dir, held), pathOnly: heldAsPath() } };
   }
   let parent: DirRef;
   try {

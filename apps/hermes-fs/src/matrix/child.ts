@@ -6,6 +6,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { readUmask } from '@hermes/fs-policy';
+
+/** The child's umask as four-digit octal, or 'unknown' where /proc cannot tell (it is never changed to read it). */
+function umaskText(): string {
+  const u = readUmask();
+  return u === null ? 'unknown' : octal(u);
+}
 import type {
   ArtifactResult,
   ChildTask,
@@ -93,7 +99,7 @@ async function runCrossUid(task: CrossUidOwnerTask | CrossUidWriterTask): Promis
     setUpHome(task.scenario, task.root, task.home, null);
   }
   process.env.HERMES_HOME = task.home;
-  const base = { type: task.type, ...ids(), umask: octal(readUmask()) };
+  const base = { type: task.type, ...ids(), umask: umaskText() };
   try {
     const report = await flushOnePayload(task.home);
     return { ...base, ...report, dirMode: modeOf(path.join(task.home, 'pending_messages')), thrown: null };
@@ -109,7 +115,7 @@ async function main(): Promise<void> {
   if (task.type === 'matrix') {
     const results = await runMatrixTask(task);
     process.stdout.write(
-      `${JSON.stringify({ type: 'matrix', scenario: task.scenario, pid: process.pid, umask: octal(readUmask()), results })}\n`,
+      `${JSON.stringify({ type: 'matrix', scenario: task.scenario, pid: process.pid, umask: umaskText(), results })}\n`,
     );
     return;
   }

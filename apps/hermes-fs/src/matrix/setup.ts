@@ -25,7 +25,7 @@ export function setupKind(mode: number): ArtifactKind {
     honoursHomeMode: false,
     requiredWhenManaged: false,
     ownership: false,
-    file: { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o600, retighten: false, secret: false },
+    file: { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o600, retighten: false, ceiling: 0o600, managedCeiling: 0o600, secret: false },
   };
 }
 

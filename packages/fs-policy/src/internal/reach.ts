@@ -55,84 +55,113 @@ export function isPrivileged(): boolean {
 
 /** The boundary links must stay inside for `target`, or undefined when it lies outside the home and the root. */
 export function boundaryFor(target: string, env: HermesEnvironment, root: string | undefined): string | undefined {
-  if (root !== undefined) {
-    const r = path.resolve(root);
-    if (isInside(target, r)) return r;
-  }
-  return isInside(target, env.home) ? env.home : undefined;
+  return scopeFor(target, env, root).containment;
 }
 
-/** Reaches the directory `dir` (absolute or relative to the cwd). Descriptors go to `held`. */
+interface Scope {
+  /**
+   * The directory reached by path — the part above it is the operator's (checked as a chain when privileged):
+   * the outermost of the home and the explicit root that contain the target, else the target itself.
+   */
+  readonly trustTop: string;
+  /** Links must stay inside this (the innermost of the two), or undefined for a target outside both. */
+  readonly containment: string | undefined;
+}
+
+function scopeFor(target: string, env: HermesEnvironment, root: string | undefined): Scope {
+  const around = [env.home, ...(root === undefined ? [] : [path.resolve(root)])].filter((r) => isInside(target, r));
+  if (around.length === 0) return { trustTop: target, containment: undefined };
+  const sorted = [...around].sort((a, b) => a.length - b.length);
+  return { trustTop: sorted[0] ?? target, containment: sorted[sorted.length - 1] };
+}
+
+/**
+ * Reaches the directory `dir` (absolute or relative to the cwd). The home (or the explicit root, or for a
+ * target outside both, the target's deepest existing ancestor) is opened by path — and, when privileged, only
+ * after the chain check — and everything below it is walked through descriptors. Descriptors go to `held`.
+ */
 export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): Plan<Reached> {
   checkRawPath(dir);
   const env = options.env;
   const target = path.resolve(dir);
-  const boundary = boundaryFor(target, env, options.root);
-  const top = boundary ?? target;
-  if (boundary !== undefined && boundary === path.parse(boundary).root) {
+  const { trustTop, containment } = scopeFor(target, env, options.root);
+  if (containment !== undefined && trustTop === path.parse(trustTop).root) {
     throw new FsPolicyError({
       code: 'EDANGEROUS_HOME',
       step: 'resolve',
-      path: boundary,
-      message: `refusing to use ${boundary} as ${boundary === env.home ? 'the Hermes home' : 'a root'}: it is the filesystem root`,
+      path: trustTop,
+      message: `refusing to use ${trustTop} as ${trustTop === env.home ? 'the Hermes home' : 'a root'}: it is the filesystem root`,
     });
   }
+  const warnings: string[] = [];
+  const created: string[] = [];
+  const walkSpec = createSpecFor(options, env, warnings, created);
+  const toContainment = containment === undefined ? [] : componentsBelow(trustTop, containment);
+  const below = containment === undefined ? [] : componentsBelow(containment, target);
   const privileged = isPrivileged();
-  const below = boundary === undefined ? [] : componentsBelow(boundary, target);
-  if (!privileged && boundary !== undefined && below.length > 0 && anchorMode() === 'procfd') {
-    // The common case, one open shorter: the first level below an existing root, opened without following a
-    // link there. Any failure takes the long way below, which reports it properly.
-    const first = yield* tryOpenBelow(boundary, below[0] ?? '', held);
+
+  // Stage 1: the trusted top, opened by path.
+  let top: RootRef;
+  let stack: DirRef[];
+  const firstBelow = [...toContainment, ...below][0];
+  if (!privileged && containment !== undefined && firstBelow !== undefined && anchorMode() === 'procfd') {
+    // The common case, one open shorter: the first level below the top opened as `<top>/<first>` without
+    // following a link there — the same lookup as opening the top and then the level relative to it. Any
+    // failure takes the long way below, which reports it properly.
+    const first = yield* tryOpenBelow(trustTop, firstBelow, held);
     if (first !== undefined) {
-      const root = lazyRoot(boundary);
-      const created: string[] = [];
-      const warnings: string[] = [];
-      const stack = yield* walkPlan(root, [root, first], below.slice(1), createSpecFor(options, env, warnings, created) ?? { contain: true }, held);
-      return { root, stack, dir: stack[stack.length - 1] ?? first, created, warnings };
+      top = lazyRoot(trustTop);
+      stack = [top, first];
+      return yield* finish(top, stack, 1);
     }
   }
-  const chainKey = `${top}\0${String(env.uid)}`;
+  const chainKey = `${trustTop}\0${String(env.uid)}`;
   const cached = privileged ? verifiedChains.get(chainKey) : undefined;
-  const chain = privileged && cached === undefined ? yield* chainCheckPlan(top, env) : undefined;
-  const { anchor, missing } = yield* anchorAt(top, held);
+  const chain = privileged && cached === undefined ? yield* chainCheckPlan(trustTop, env) : undefined;
+  const { anchor, missing } = yield* anchorAt(trustTop, held);
   if (privileged) {
     const opened = yield* statOf(anchor, held);
     let want = chain ?? cached;
-    if (chain === undefined && !sameInode(want, opened)) want = yield* chainCheckPlan(top, env); // moved since: check again
+    if (chain === undefined && !sameInode(want, opened)) want = yield* chainCheckPlan(trustTop, env); // moved since: check again
     if (!sameInode(want, opened)) {
       throw new FsPolicyError({ code: 'ERACE', step: 'resolve', path: anchor.path, message: `${anchor.path} changed between the ownership check and its use` });
     }
     rememberChain(chainKey, opened);
   }
-  const warnings: string[] = [];
-  const created: string[] = [];
-  const kind = options.createFor === undefined ? undefined : getKind(options.createFor);
-  const spec: CreateSpec | undefined =
-    kind === undefined ? undefined : { mode: dirModeFor(kind, env), ownership: kind.ownership, env, warnings, created };
-  let stack: DirRef[] = [anchor];
-  let root: RootRef = anchor;
+  top = anchor;
+  stack = [anchor];
   if (missing.length > 0) {
-    if (boundary !== undefined && boundary === env.home) refuseToInventHome(env.home, env);
-    if (spec === undefined) {
-      throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: top, message: `${top} does not exist` });
+    if (trustTop === env.home) refuseToInventHome(env.home, env);
+    if (walkSpec === undefined) {
+      throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: trustTop, message: `${trustTop} does not exist` });
     }
-    stack = yield* walkPlan(anchor, stack, missing, { create: spec, contain: false }, held);
-    if (boundary !== undefined) {
-      root = asRoot(stack[stack.length - 1] ?? anchor);
-      stack = [root];
+    // Levels that do not exist yet down to the root: created here through descriptors; a link that appears
+    // among them must stay inside the existing directory they are created in, and a dangling one is refused.
+    stack = yield* walkPlan(anchor, stack, missing, walkSpec, held);
+    top = asRoot(stack[stack.length - 1] ?? anchor);
+    stack = [top];
+  }
+  return yield* finish(top, stack, 0);
+
+  /** Stages 2 and 3: down to the containment root (links inside the top), then to the target (links inside it). */
+  function* finish(topRef: RootRef, start: DirRef[], done: number): Plan<Reached> {
+    const spec = walkSpec ?? {};
+    let walked = yield* walkPlan(topRef, start, toContainment.slice(done), spec, held);
+    let root = topRef;
+    if (toContainment.length > 0) {
+      root = asRoot(walked[walked.length - 1] ?? topRef);
+      walked = [root];
     }
+    walked = yield* walkPlan(root, walked, below.slice(Math.max(0, done - toContainment.length)), spec, held);
+    return { root, stack: walked, dir: walked[walked.length - 1] ?? root, created, warnings };
   }
-  if (boundary !== undefined) {
-    stack = yield* walkPlan(root, stack, below, spec === undefined ? { contain: true } : { create: spec, contain: true }, held);
-  }
-  return { root, stack, dir: stack[stack.length - 1] ?? root, created, warnings };
 }
 
 /** The walk spec for levels below the root (undefined kind: nothing is created). */
-function createSpecFor(options: ReachOptions, env: HermesEnvironment, warnings: string[], created: string[]): { create: CreateSpec; contain: true } | undefined {
+function createSpecFor(options: ReachOptions, env: HermesEnvironment, warnings: string[], created: string[]): { create: CreateSpec } | undefined {
   if (options.createFor === undefined) return undefined;
   const kind = getKind(options.createFor);
-  return { create: { mode: dirModeFor(kind, env), ownership: kind.ownership, env, warnings, created }, contain: true };
+  return { create: { mode: dirModeFor(kind, env), ownership: kind.ownership, env, warnings, created } };
 }
 
 /**
@@ -219,7 +248,10 @@ export function* chainCheckPlan(top: string, env: HermesEnvironment): Plan<fs.St
     cur = p;
     curSt = st;
   }
-  const home = complete ? dirs[dirs.length - 1] : undefined;
+  // The deepest existing directory is what gets opened and walked below through descriptors: it may be
+  // group-shared itself (a 2770 home), but its owner must be trusted and every directory above it safe.
+  const last = dirs[dirs.length - 1];
+  const home = complete ? last : undefined;
   if (home !== undefined && env.uid !== undefined && home.st.uid !== 0 && home.st.uid !== env.uid) {
     throw new FsPolicyError({
       code: 'EFOREIGN_OWNER',
@@ -228,11 +260,13 @@ export function* chainCheckPlan(top: string, env: HermesEnvironment): Plan<fs.St
       message: `${top} is owned by uid ${String(home.st.uid)}, neither root nor HERMES_UID=${String(env.uid)}; refusing to act on it as root`,
     });
   }
-  const owner = home?.st.uid ?? env.uid ?? 0;
-  const trusted = (uid: number): boolean => uid === 0 || uid === owner;
+  const owners = new Set<number>([0]);
+  if (env.uid !== undefined) owners.add(env.uid);
+  if (home !== undefined) owners.add(home.st.uid);
+  const trusted = (uid: number): boolean => owners.has(uid);
   for (const d of dirs) {
-    if (d === home) continue; // the home itself may be group-shared (2770): what is inside is the resolver's job
     if (!trusted(d.st.uid)) throw unsafe(d.path, top, `is owned by uid ${String(d.st.uid)}`);
+    if (d === last) continue; // what is below it is the resolver's job
     const sticky = (d.st.mode & 0o1000) !== 0;
     if (!sticky && (d.st.mode & 0o022) !== 0) {
       throw unsafe(d.path, top, `is writable by ${(d.st.mode & 0o020) !== 0 ? 'its group' : 'others'} (mode ${(d.st.mode & 0o7777).toString(8).padStart(4, '0')})`);
@@ -242,7 +276,6 @@ export function* chainCheckPlan(top: string, env: HermesEnvironment): Plan<fs.St
     const parentSticky = l.parent !== undefined && (l.parent.mode & 0o1000) !== 0;
     if (parentSticky && !trusted(l.st.uid)) throw unsafe(l.path, top, `is a link owned by uid ${String(l.st.uid)} in a sticky directory`);
   }
-  const last = dirs[dirs.length - 1];
   if (last === undefined) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: top, message: `${top} does not exist` });
   return last.st;
 }

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { currentUid, errnoCode, FsPolicyError, toPolicyError } from '../errors.js';
 import type { HermesEnvironment } from '../env.js';
 import { getLogger } from '../logger.js';
-import { anchorMode, atFd, selfFd } from './anchor.js';
+import { anchorMode, atFd, O_PATH, selfFd } from './anchor.js';
 import { call, O, type Plan } from './io.js';
 import { bestEffort, isInside, op } from './steps.js';
 
@@ -57,7 +57,32 @@ export function at(dir: DirRef, name: string): string {
   return atFd(dir.fd, dir.path, name);
 }
 
-const DIR_FLAGS = O.RDONLY | O.DIRECTORY | O.NOFOLLOW;
+/**
+ * How directories are held: `O_PATH` on Linux (a name, not an open file: only search permission on the way
+ * is needed, as for any path lookup), read-only elsewhere.
+ */
+function dirFlags(): number {
+  return (anchorMode() === 'procfd' && O_PATH !== 0 ? O_PATH : O.RDONLY) | O.DIRECTORY;
+}
+
+/** True when held directories are `O_PATH` descriptors (fsync and fchmod then go through a re-open or /proc). */
+export function heldAsPath(): boolean {
+  return anchorMode() === 'procfd' && O_PATH !== 0;
+}
+
+/** fsync of a held directory (re-opened read-only through its descriptor when it is held as `O_PATH`). */
+export function* fsyncDir(dir: DirRef): Plan<void> {
+  if (!heldAsPath()) {
+    yield* op('fsync-dir', dir.path, 'fsync', dir.fd);
+    return;
+  }
+  const fd = yield* op('fsync-dir', dir.path, 'open', selfFd(dir.fd, dir.path), O.RDONLY | O.DIRECTORY, 0);
+  try {
+    yield* op('fsync-dir', dir.path, 'fsync', fd);
+  } finally {
+    yield* bestEffort([], 'release', dir.path, 'close', fd);
+  }
+}
 const MAX_LINK_HOPS = 40;
 const MAX_RACE_RETRIES = 16;
 
@@ -98,7 +123,7 @@ type OpenOutcome = { kind: 'dir'; ref: DirRef } | { kind: 'missing' } | { kind: 
 function* openDirAt(parent: DirRef, name: string, display: string, held: Held): Plan<OpenOutcome> {
   let fd: number;
   try {
-    fd = yield* call('resolve', display, 'open', at(parent, name), DIR_FLAGS, 0);
+    fd = yield* call('resolve', display, 'open', at(parent, name), dirFlags() | O.NOFOLLOW, 0);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return { kind: 'missing' };
@@ -168,13 +193,9 @@ interface Step {
   readonly link?: { readonly display: string; readonly text: string };
 }
 
+/** What a walk may create (nothing when `create` is absent). Links must always resolve inside the root. */
 export interface WalkSpec {
   readonly create?: CreateSpec;
-  /**
-   * true: links must resolve inside `root` and are resolved here; false (levels above the root, the
-   * operator's business): links are followed by the kernel, but a dangling one is refused.
-   */
-  readonly contain: boolean;
 }
 
 /**
@@ -227,12 +248,6 @@ export function* walkPlan(root: RootRef, stack: readonly DirRef[], names: readon
       throw new FsPolicyError({ code: 'ELOOP', step: 'resolve', path: display, message: `too many levels of symbolic links at ${display}` });
     }
     const text = yield* readlinkAt(cur, item.name, display);
-    if (!spec.contain) {
-      // Above the root: the operator's link, followed by the kernel — but a dangling one is never materialised.
-      const followed = yield* openFollowing(cur, item.name, display, text, held);
-      dirs.push(followed);
-      continue;
-    }
     root.real ??= yield* realOf(root);
     const steps = yield* linkSteps(root, display, text);
     if (path.isAbsolute(text)) dirs.splice(1);
@@ -274,22 +289,6 @@ function* readlinkAt(dir: DirRef, name: string, display: string): Plan<string> {
   return yield* op('resolve', display, 'readlink', at(dir, name));
 }
 
-/** Above the root only: opens a link's target through the kernel, refusing a dangling one. */
-function* openFollowing(dir: DirRef, name: string, display: string, text: string, held: Held): Plan<DirRef> {
-  let fd: number;
-  try {
-    fd = yield* call('resolve', display, 'open', at(dir, name), O.RDONLY | O.DIRECTORY, 0);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT') throw danglingError(display, text);
-    if (code === 'ENOTDIR') {
-      throw new FsPolicyError({ code: 'ENOTDIR', step: 'resolve', path: display, message: `${display} -> ${text} is a link to something that is not a directory` });
-    }
-    throw toPolicyError(err, 'resolve', display, `open ${display}`);
-  }
-  return held.add<DirRef>({ fd, path: display });
-}
-
 /** Creates `name` inside `parent`; undefined when another process won the race for that name. */
 function* mkdirAt(parent: DirRef, name: string, display: string, spec: CreateSpec, held: Held): Plan<DirRef | undefined> {
   try {
@@ -300,7 +299,7 @@ function* mkdirAt(parent: DirRef, name: string, display: string, spec: CreateSpe
   }
   let fd: number;
   try {
-    fd = yield* call('mkdir', display, 'open', at(parent, name), DIR_FLAGS, 0);
+    fd = yield* call('mkdir', display, 'open', at(parent, name), O.RDONLY | O.DIRECTORY | O.NOFOLLOW, 0);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return undefined; // replaced right after mkdir
@@ -362,7 +361,7 @@ export function raceError(p: string): FsPolicyError {
 function* openByPath(p: string, held: Held): Plan<RootRef | undefined> {
   let fd: number;
   try {
-    fd = yield* call('resolve', p, 'open', p, O.RDONLY | O.DIRECTORY, 0);
+    fd = yield* call('resolve', p, 'open', p, dirFlags(), 0);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return undefined;
@@ -396,7 +395,7 @@ export function* materialize<T extends DirRef>(dir: T, held: Held): Plan<T> {
 export function* tryOpenBelow(root: string, name: string, held: Held): Plan<DirRef | undefined> {
   const p = path.join(root, name);
   try {
-    const fd = yield* call('resolve', p, 'open', p, DIR_FLAGS, 0);
+    const fd = yield* call('resolve', p, 'open', p, dirFlags() | O.NOFOLLOW, 0);
     return held.add<DirRef>({ fd, path: p });
   } catch {
     return undefined;
