@@ -2,9 +2,10 @@ import * as path from 'node:path';
 import { currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
-import { reachDirPlan } from './internal/reach.js';
+import { selfFd } from './internal/anchor.js';
+import { movedOut, movedOutError, reachDirPlan, watchedRoot } from './internal/reach.js';
 import { at, checkName, checkRawPath, type DirRef, Held, statOf } from './internal/resolve.js';
-import { bestEffort, op } from './internal/steps.js';
+import { bestEffort, isInside, op } from './internal/steps.js';
 import { checkRegular, verifyForAppend } from './internal/verify.js';
 import { bytesOf, serializeJsonText } from './atomic.js';
 import { fileModeFor, getKind, type KindRef } from './registry.js';
@@ -37,6 +38,11 @@ export interface AppendResult extends AppendOpenInfo {
 
 interface Opened extends AppendOpenInfo {
   fd: number;
+  /**
+   * The home's real path when others may rename entries in it (managed): after each write the file's own
+   * descriptor must still name a path inside it, or the write is reported as having left the home.
+   */
+  watch: string | undefined;
 }
 
 /** Flags for an existing file: O_NONBLOCK so a planted FIFO fails (ENXIO) or is refused after fstat, never hangs. */
@@ -87,7 +93,13 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
         // Checked on the descriptor: what was opened is what is written to.
         verifyForAppend(target, st, kind, env, currentUid() === 0 ? (yield* statOf(reached.root, held)).uid : undefined);
       }
-      return { fd, path: target, created, mode: created ? mode : st.mode & 0o7777, createdDirs: reached.created, warnings };
+      const out = yield* movedOut(reached, dir, env, held);
+      if (out !== undefined) {
+        if (created) yield* bestEffort(warnings, 'unlink', target, 'unlink', at(dir, name));
+        throw movedOutError(dir, out, 'open');
+      }
+      const watch = yield* watchedRoot(reached, env, held);
+      return { fd, path: target, created, mode: created ? mode : st.mode & 0o7777, createdDirs: reached.created, warnings, watch };
     } catch (err) {
       yield* bestEffort(warnings, 'close', target, 'close', fd);
       throw err;
@@ -141,7 +153,7 @@ interface TornState {
  * progress) never truncates the file — another writer's line may already follow our fragment. Instead the
  * fragment is terminated with a newline, so every other line still parses, and the failure is reported.
  */
-function* writeRecordPlan(fd: number, file: string, record: Uint8Array, sync: boolean, torn?: TornState): Plan<number> {
+function* writeRecordPlan(fd: number, file: string, record: Uint8Array, sync: boolean, torn?: TornState, watch?: string): Plan<number> {
   if (record.length === 0) return 0;
   let data = record;
   if (torn?.unterminated === true) data = Buffer.concat([NEWLINE, record]);
@@ -149,6 +161,7 @@ function* writeRecordPlan(fd: number, file: string, record: Uint8Array, sync: bo
   if (n === data.length) {
     if (torn !== undefined) torn.unterminated = false;
     if (sync) yield* op('fsync', file, 'fsync', fd);
+    if (watch !== undefined) yield* checkStillInside(fd, file, watch);
     return record.length;
   }
   if (n === 0) {
@@ -184,10 +197,22 @@ function* writeRecordPlan(fd: number, file: string, record: Uint8Array, sync: bo
 
 const NEWLINE = Buffer.from('\n');
 
+/** The file's own descriptor must still name a path inside the home (it cannot be reached by name any more otherwise). */
+function* checkStillInside(fd: number, file: string, watch: string): Plan<void> {
+  const now = yield* op('write', file, 'readlink', selfFd(fd, file));
+  if (isInside(now, watch)) return;
+  throw new FsPolicyError({
+    code: 'ERACE',
+    step: 'write',
+    path: file,
+    message: `${file} was moved out of the home (it is now ${now}) by another process; the record was appended there, not in the home`,
+  });
+}
+
 function* appendOncePlan(file: string, record: Uint8Array, options: AppendOptions, env: HermesEnvironment): Plan<AppendResult> {
   const opened = yield* openAppendPlan(file, options, env);
   try {
-    const bytes = yield* writeRecordPlan(opened.fd, opened.path, record, options.fsync === true);
+    const bytes = yield* writeRecordPlan(opened.fd, opened.path, record, options.fsync === true, undefined, opened.watch);
     return {
       path: opened.path,
       created: opened.created,
@@ -318,7 +343,7 @@ function makeHandle(opened: Opened, options: AppendOptions): AppendHandle {
     while (queue.length > 0) {
       const batch = takeBatch();
       try {
-        runSync(writeRecordPlan(fd, file, encodeBatch(batch), perRecordSync, torn));
+        runSync(writeRecordPlan(fd, file, encodeBatch(batch), perRecordSync, torn, opened.watch));
         for (const b of batch) b.resolve(b.bytes);
       } catch (err) {
         for (const b of batch) b.reject(err);
@@ -340,7 +365,7 @@ function makeHandle(opened: Opened, options: AppendOptions): AppendHandle {
       const batch = takeBatch();
       inFlight = true;
       try {
-        await runAsync(writeRecordPlan(fd, file, encodeBatch(batch), perRecordSync, torn));
+        await runAsync(writeRecordPlan(fd, file, encodeBatch(batch), perRecordSync, torn, opened.watch));
         for (const b of batch) b.resolve(b.bytes);
       } catch (err) {
         for (const b of batch) b.reject(err);
@@ -363,7 +388,7 @@ function makeHandle(opened: Opened, options: AppendOptions): AppendHandle {
   const writeNowSync = (data: Uint8Array): number => {
     ensureOpen();
     flushQueueSync();
-    return runSync(writeRecordPlan(fd, file, data, perRecordSync, torn));
+    return runSync(writeRecordPlan(fd, file, data, perRecordSync, torn, opened.watch));
   };
   return {
     path: opened.path,

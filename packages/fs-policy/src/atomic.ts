@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { currentGid, currentUid, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
-import { reachDirPlan, type Reached } from './internal/reach.js';
+import { movedOut, movedOutError, reachDirPlan, type Reached } from './internal/reach.js';
 import { at, checkName, checkRawPath, componentsBelow, type DirRef, fsyncDir, Held, lstatAt, realOf, statOf, walkPlan } from './internal/resolve.js';
 import { bestEffort, isInside, op } from './internal/steps.js';
 import { tempNameFor } from './internal/tempname.js';
@@ -148,7 +148,8 @@ export function* atomicWritePlan(
       kindMode: fileModeFor(kind, env),
       retighten: kind.file.retighten,
     });
-    const result = yield* commitPlan(dir, name, real, data, finalMode, existing, kind.ownership, env, durable, options.overwrite !== false, warnings);
+    const guard = (): Plan<string | undefined> => movedOut(reached, dir, env, held);
+    const result = yield* commitPlan(dir, name, real, data, finalMode, existing, kind.ownership, env, durable, options.overwrite !== false, warnings, guard);
     return {
       path: real,
       requestedPath,
@@ -177,6 +178,7 @@ function* commitPlan(
   durable: Durability,
   overwrite: boolean,
   warnings: string[],
+  guard: () => Plan<string | undefined>,
 ): Plan<string[]> {
   const tmpName = tempNameFor(name, 'tmp');
   const tmp = path.join(dir.path, tmpName);
@@ -212,6 +214,10 @@ function* commitPlan(
     fd = undefined;
     yield* op('close', real, 'close', closing);
 
+    // Commit point: the directory must still be inside the root (a descriptor follows it wherever it is moved).
+    const before = yield* guard();
+    if (before !== undefined) throw movedOutError(dir, before, 'write');
+
     let backup: string | undefined;
     if (!overwrite) {
       yield* op('link', real, 'link', at(dir, tmpName), at(dir, name));
@@ -246,6 +252,15 @@ function* commitPlan(
         committed = false;
         throw yield* rollbackPlan(err, dir, name, real, mine, backup, existing !== undefined, warnings);
       }
+    }
+    const after = yield* guard();
+    if (after !== undefined) {
+      // Moved out while committing: leave that directory as it was moved (previous version back, or our file
+      // removed), and report the write as failed.
+      committed = false;
+      if (backup !== undefined) yield* bestEffort(warnings, 'rename', real, 'rename', at(dir, backup), at(dir, name));
+      else if (existing === undefined || !overwrite) yield* bestEffort(warnings, 'unlink', real, 'unlink', at(dir, name));
+      throw movedOutError(dir, after, 'write');
     }
     if (backup !== undefined) yield* bestEffort(warnings, 'unlink', path.join(dir.path, backup), 'unlink', at(dir, backup));
     return warnings;

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { type Plan, runAsync, runSync } from './internal/io.js';
-import { reachDirPlan } from './internal/reach.js';
+import { movedOut, movedOutError, reachDirPlan } from './internal/reach.js';
 import { Held, statOf } from './internal/resolve.js';
 import type { KindRef } from './registry.js';
 
@@ -31,6 +31,8 @@ export function* secureMkdirPlan(dir: string, ref: KindRef, env: HermesEnvironme
   const held = new Held();
   try {
     const r = yield* reachDirPlan(dir, { env, root: rootOption, createFor: ref }, held);
+    const out = yield* movedOut(r, r.dir, env, held);
+    if (out !== undefined) throw movedOutError(r.dir, out, 'mkdir');
     return { path: path.resolve(dir), created: r.created, mode: (yield* statOf(r.dir, held)).mode & 0o7777, warnings: r.warnings };
   } finally {
     yield* held.release();

@@ -8,13 +8,15 @@ import { currentUid, errnoCode, FsPolicyError, toPolicyError } from '../errors.j
 import type { HermesEnvironment } from '../env.js';
 import { dirModeFor, getKind, type KindRef } from '../registry.js';
 import { call, type Plan } from './io.js';
-import { anchorMode } from './anchor.js';
-import { anchorAt, asRoot, checkRawPath, componentsBelow, type CreateSpec, type DirRef, type Held, lazyRoot, type RootRef, statOf, tryOpenBelow, walkPlan } from './resolve.js';
+import { anchorMode, selfFd } from './anchor.js';
+import { anchorAt, asRoot, raceError, checkRawPath, componentsBelow, type CreateSpec, type DirRef, type Held, lazyRoot, materialize, realOf, type RootRef, statOf, tryOpenBelow, walkPlan } from './resolve.js';
 import { isInside } from './steps.js';
 
 export interface Reached {
   /** The root links must stay inside (the home, the explicit root, or the anchor of an outside target). */
   readonly root: RootRef;
+  /** True when the target lies inside the home or the explicit root (false: an outside target's anchor). */
+  readonly contained: boolean;
   /** Every directory from the root down to the one reached (bottom first). */
   readonly stack: readonly DirRef[];
   /** The directory reached. */
@@ -153,8 +155,47 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
       walked = [root];
     }
     walked = yield* walkPlan(root, walked, below.slice(Math.max(0, done - toContainment.length)), spec, held);
-    return { root, stack: walked, dir: walked[walked.length - 1] ?? root, created, warnings };
+    return { root, contained: containment !== undefined, stack: walked, dir: walked[walked.length - 1] ?? root, created, warnings };
   }
+}
+
+/**
+ * Whether others may rename entries in this home (a managed 2770 home, or a HERMES_HOME_MODE with group/other
+ * write): only then can a directory already reached be moved out of it by someone else.
+ */
+function sharedHome(env: HermesEnvironment): boolean {
+  return env.managed.managed || (env.homeMode.mode & 0o022) !== 0;
+}
+
+/**
+ * Where a reached directory is now, when someone moved it out of the root after it was reached (a member of the
+ * service group can rename a 2770 directory into a place of their own); undefined while it is still inside.
+ * Checked at commit points: a descriptor keeps naming the directory wherever it goes, so the walk alone
+ * cannot promise that what is created through it stays in the home.
+ */
+export function* movedOut(reached: Reached, dir: DirRef, env: HermesEnvironment, held: Held): Plan<string | undefined> {
+  const watch = yield* watchedRoot(reached, env, held);
+  if (watch === undefined) return undefined;
+  const now = yield* call('resolve', dir.path, 'readlink', selfFd(dir.fd, dir.path));
+  return isInside(now, watch) ? undefined : now;
+}
+
+/** The root's real path when moves out of it must be watched for (see {@link movedOut}), else undefined. */
+export function* watchedRoot(reached: Reached, env: HermesEnvironment, held: Held): Plan<string | undefined> {
+  if (!reached.contained || anchorMode() !== 'procfd' || !sharedHome(env)) return undefined;
+  const root = reached.root;
+  root.real ??= yield* realOf(yield* materialize(root, held));
+  return root.real;
+}
+
+/** The typed error for a directory moved out of the root during an operation. */
+export function movedOutError(dir: DirRef, now: string, what: string): FsPolicyError {
+  return new FsPolicyError({
+    code: 'ERACE',
+    step: 'resolve',
+    path: dir.path,
+    message: `${dir.path} was moved out of the home (to ${now}) by another process during the ${what}; ${what === 'append' ? 'the record may have reached it there' : 'nothing was left there'}`,
+  });
 }
 
 /** The walk spec for levels below the root (undefined kind: nothing is created). */
@@ -235,6 +276,8 @@ export function* chainCheckPlan(top: string, env: HermesEnvironment): Plan<fs.St
       try {
         text = yield* call('resolve', p, 'readlink', p);
       } catch (err) {
+        const code = errnoCode(err);
+        if (code === 'EINVAL' || code === 'ENOENT') throw raceError(p); // replaced between lstat and readlink
         throw toPolicyError(err, 'resolve', p, `readlink ${p}`);
       }
       if (path.isAbsolute(text)) cur = path.parse(text).root;
