@@ -219,6 +219,12 @@ export { reconcilePlan };
 
 export interface ReconcileFileOptions {
   env?: HermesEnvironment;
+  /**
+   * The operator's repair on a managed install: a shared state file (the kind's managed mode follows the
+   * service umask, e.g. `state.db`) missing the group read/write the activation grants gets it back (0600 →
+   * 0660), so the service group's other uid can open it. Never others' bits. Runtime code never passes this.
+   */
+  operator?: boolean;
   /** Report what would change without changing it. */
   dryRun?: boolean;
   /** Act only if the file is still what an audit saw. */
@@ -245,11 +251,13 @@ function* reconcileFilePlan(file: string, ref: KindRef, env: HermesEnvironment, 
     }
     const before = st.mode & 0o7777;
     // Only ever remove group/other bits the policy does not allow; never widen, never touch the owner's.
-    const excess = before & 0o077 & ~fileMaxModeFor(ref, env);
-    const expected = before & ~excess;
+    const ceiling = fileMaxModeFor(ref, env);
+    const excess = before & 0o077 & ~ceiling;
+    const grant = options.operator === true && env.managed.managed && getKind(ref).file.managedMode === 'umask' ? ceiling & 0o060 & ~before : 0;
+    const expected = (before & ~excess) | grant;
     const changed = changedSince(st, options.expect);
     if (changed !== undefined) return left(target, before, expected, warnings, `${target} changed since it was audited (${changed}); left as it is`);
-    if (excess === 0) return { path: target, action: 'none', before, after: before, expected, warnings };
+    if (excess === 0 && grant === 0) return { path: target, action: 'none', before, after: before, expected, warnings };
     if (st.nlink > 1) {
       return left(target, before, expected, warnings, `${target} has ${String(st.nlink)} hard links (another name, maybe outside the home, shares it): mode ${formatMode(before)} left as it is`);
     }
@@ -266,9 +274,11 @@ function* reconcileFilePlan(file: string, ref: KindRef, env: HermesEnvironment, 
 
 /**
  * The operator's repair of an existing file (`hermes-fs doctor --fix`): removes group/other permission bits
- * the kind does not allow (owner-only unmanaged; at most group rw when managed). The file is reached through
- * descriptors and changed through its own descriptor, never opened for I/O. Never widens; a link, a
- * hard-linked file, a file owned by someone else, or one that changed since the audit is left and reported.
+ * the kind does not allow (owner-only unmanaged; at most group rw when managed) and, with `operator` on a
+ * managed install, gives a shared state file back the group rw the service group needs. The file is reached
+ * through descriptors and changed through its own descriptor, never opened for I/O. Others' bits are never
+ * widened; a link, a hard-linked file, a file owned by someone else, or one that changed since the audit is
+ * left and reported.
  */
 export async function reconcileFile(file: string, kind: KindRef, options: ReconcileFileOptions = {}): Promise<ReconcileResult> {
   const env = options.env ?? loadEnvironment();

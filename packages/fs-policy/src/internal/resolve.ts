@@ -46,6 +46,12 @@ export class Held {
     this.refs.push(ref);
     return ref;
   }
+  /** Closes one descriptor early (a walk done with a subtree). */
+  *releaseOne(ref: DirRef): Plan<void> {
+    const i = this.refs.indexOf(ref);
+    if (i >= 0) this.refs.splice(i, 1);
+    if (ref.fd >= 0) yield* bestEffort([], 'release', ref.path, 'close', ref.fd);
+  }
   *release(): Plan<void> {
     const refs = this.refs.splice(0);
     for (const ref of refs.reverse()) if (ref.fd >= 0) yield* bestEffort([], 'release', ref.path, 'close', ref.fd);
@@ -61,7 +67,7 @@ export function at(dir: DirRef, name: string): string {
  * How directories are held: `O_PATH` on Linux (a name, not an open file: only search permission on the way
  * is needed, as for any path lookup), read-only elsewhere.
  */
-function dirFlags(): number {
+export function dirFlags(): number {
   return (anchorMode() === 'procfd' && O_PATH !== 0 ? O_PATH : O.RDONLY) | O.DIRECTORY;
 }
 

@@ -1,0 +1,144 @@
+import type * as fs from 'node:fs';
+import * as path from 'node:path';
+import { errnoCode, FsPolicyError } from './errors.js';
+import type { HermesEnvironment } from './env.js';
+import { selfFd } from './internal/anchor.js';
+import { call, O, type Plan, runSync } from './internal/io.js';
+import { chainCheckPlan } from './internal/reach.js';
+import { anchorAt, at, dirFlags, type DirRef, Held, lstatAt, realOf, statOf } from './internal/resolve.js';
+
+/** One entry met by {@link scanTreeSync}. */
+export interface ScanEntry {
+  /** Absolute logical path (the root's path joined with `rel`). */
+  readonly path: string;
+  /** Path relative to the root (`''` for the root itself). */
+  readonly rel: string;
+  readonly name: string;
+  /** `lstat` of the entry, taken relative to its parent's descriptor. */
+  readonly stat: fs.Stats;
+  /** For a symbolic link: its text (never followed). */
+  readonly linkText?: string;
+}
+
+export interface ScanVisitor {
+  /** Return false to skip descending into this directory. */
+  directory(entry: ScanEntry): boolean | undefined;
+  file(entry: ScanEntry): void;
+  symlink(entry: ScanEntry): void;
+  /** FIFOs, sockets and devices: reported, never opened. */
+  other?(entry: ScanEntry): void;
+}
+
+export interface ScanResult {
+  /** `fstat` of the root as it was opened (an auditor compares later repairs of the root with it). */
+  readonly root: fs.Stats;
+  /** The root's real path, read from its descriptor. */
+  readonly realPath: string;
+  /** Entries that could not be read (`code`), or that changed under the scan (`ERACE`). */
+  readonly errors: readonly { path: string; code: string }[];
+}
+
+const MAX_DEPTH = 256;
+
+function* scanDir(dir: DirRef, rel: string, visitor: ScanVisitor, errors: { path: string; code: string }[], held: Held, depth: number): Plan<void> {
+  let names: fs.Dirent[];
+  try {
+    names = yield* call('readdir', dir.path, 'readdir', selfFd(dir.fd, dir.path));
+  } catch (err) {
+    errors.push({ path: dir.path, code: errnoCode(err) ?? 'EUNKNOWN' });
+    return;
+  }
+  names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const descend: ScanEntry[] = [];
+  for (const d of names) {
+    const full = path.join(dir.path, d.name);
+    const relName = rel === '' ? d.name : `${rel}/${d.name}`;
+    let st: fs.Stats | undefined;
+    try {
+      st = yield* lstatAt(dir, d.name, full);
+    } catch (err) {
+      errors.push({ path: full, code: err instanceof FsPolicyError ? err.code : 'EUNKNOWN' });
+      continue;
+    }
+    if (st === undefined) continue; // removed meanwhile
+    const entry: ScanEntry = { path: full, rel: relName, name: d.name, stat: st };
+    if (st.isSymbolicLink()) {
+      let text = '?';
+      try {
+        text = yield* call('resolve', full, 'readlink', at(dir, d.name));
+      } catch {
+        // replaced meanwhile: the link's text is unknown
+      }
+      visitor.symlink({ ...entry, linkText: text });
+    } else if (st.isDirectory()) {
+      if (visitor.directory(entry) !== false) descend.push(entry);
+    } else if (st.isFile()) {
+      visitor.file(entry);
+    } else {
+      visitor.other?.(entry);
+    }
+  }
+  if (depth >= MAX_DEPTH) return;
+  for (const sub of descend) {
+    let fd: number;
+    try {
+      fd = yield* call('resolve', sub.path, 'open', at(dir, sub.name), dirFlags() | O.NOFOLLOW, 0);
+    } catch (err) {
+      const code = errnoCode(err);
+      // Replaced by a link or a file between lstat and open: not entered.
+      errors.push({ path: sub.path, code: code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENOENT' ? 'ERACE' : (code ?? 'EUNKNOWN') });
+      continue;
+    }
+    const ref = held.add<DirRef>({ fd, path: sub.path });
+    const st = yield* statOf(ref, held);
+    if (st.dev !== sub.stat.dev || st.ino !== sub.stat.ino) {
+      errors.push({ path: sub.path, code: 'ERACE' });
+    } else {
+      yield* scanDir(ref, sub.rel, visitor, errors, held, depth + 1);
+    }
+    yield* held.releaseOne(ref);
+  }
+}
+
+function* scanPlan(rootPath: string, visitor: ScanVisitor): Plan<ScanResult> {
+  const held = new Held();
+  const errors: { path: string; code: string }[] = [];
+  const root = path.resolve(rootPath);
+  try {
+    const { anchor, missing } = yield* anchorAt(root, held);
+    if (missing.length > 0) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: root, message: `${root} does not exist` });
+    const rootStat = yield* statOf(anchor, held);
+    const realPath = yield* realOf(anchor);
+    if (visitor.directory({ path: root, rel: '', name: path.basename(root), stat: rootStat }) !== false) {
+      yield* scanDir(anchor, '', visitor, errors, held, 0);
+    }
+    return { root: rootStat, realPath, errors };
+  } finally {
+    yield* held.release();
+  }
+}
+
+/**
+ * Walks a tree through directory descriptors, for auditors: every entry is `lstat`ed relative to its parent's
+ * descriptor, a directory is entered only through a descriptor opened without following a link and checked to
+ * be the one just seen, links are reported with their text and never followed, FIFOs and devices are reported
+ * and never opened. An entry swapped under the scan is reported as `ERACE`, not entered.
+ */
+export function scanTreeSync(root: string, visitor: ScanVisitor): ScanResult {
+  return runSync(scanPlan(root, visitor));
+}
+
+/**
+ * The check made before acting on a home as root (or as any uid other processes could redirect): every
+ * directory above it must be owned by root or the home's owner (or HERMES_UID) and writable by nobody else
+ * (sticky directories excepted), every link on the way must sit in such a directory, and the home must not be
+ * `/`. Returns the home's `lstat` after resolving links; throws `EUNSAFE_PATH` (naming the directory others
+ * could change), `EFOREIGN_OWNER` or `EDANGEROUS_HOME`.
+ */
+export function checkHomeChainSync(home: string, env: Pick<HermesEnvironment, 'uid'>): fs.Stats {
+  const top = path.resolve(home);
+  if (top === path.parse(top).root) {
+    throw new FsPolicyError({ code: 'EDANGEROUS_HOME', step: 'resolve', path: top, message: `refusing to use ${top} as the Hermes home: it is the filesystem root` });
+  }
+  return runSync(chainCheckPlan(top, env));
+}
