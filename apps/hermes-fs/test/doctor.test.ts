@@ -63,7 +63,7 @@ describe('hermes-fs doctor: clean homes', () => {
     expect(modeOf(path.join(home, 'trajectories'))).toBe('2770');
     expect(modeOf(path.join(home, 'state.db'))).toBe('0660');
     const { run, json } = doctor(home, [], MANAGED);
-    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'env' });
+    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'env', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
     expect(json.findings).toEqual([]);
     expect(run.status).toBe(0);
   });
@@ -72,7 +72,7 @@ describe('hermes-fs doctor: clean homes', () => {
     const { home } = managedHome();
     fs.writeFileSync(path.join(home, '.managed'), 'nixos\n');
     const { json } = doctor(home);
-    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'marker' });
+    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'marker', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
     expect(json.findings).toEqual([]);
   });
 });
@@ -244,9 +244,9 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     return h;
   }
 
-  it('--fix repairs through fs-policy and a second doctor reports nothing fixable', () => {
+  it('--fix --unmanaged repairs through fs-policy and a second doctor reports nothing fixable', () => {
     const { home, seed } = brokenHome();
-    const { run, json } = doctor(home, ['--fix']);
+    const { run, json } = doctor(home, ['--fix', '--unmanaged']);
     expect(json.fix.changes.map((c) => [path.relative(home, c.path), c.action, c.before, c.after])).toEqual(
       expect.arrayContaining([
         ['', 'changed', '0755', '0700'],
@@ -264,7 +264,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     expect(modeOf(seed.snapshot)).toBe('0600');
     expect(json.findings).toEqual([]);
     expect(run.status).toBe(0);
-    const again = doctor(home);
+    const again = doctor(home, ['--unmanaged']);
     expect(again.json.summary.fixable).toBe(0);
     expect(again.json.findings.filter((f) => f.fixable)).toEqual([]);
   });
@@ -294,11 +294,11 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
   it('--dry-run changes nothing: every path byte- and mode-identical', () => {
     const { home } = brokenHome();
     const before = snapshotTree(home);
-    const { json } = doctor(home, ['--fix', '--dry-run']);
+    const { json } = doctor(home, ['--fix', '--dry-run', '--unmanaged']);
     expect(json.fix.dryRun).toBe(true);
     expect(json.fix.changes.map((c) => c.action).sort()).toEqual(['would-change', 'would-change', 'would-change', 'would-change', 'would-remove']);
     expect(snapshotTree(home)).toEqual(before);
-    const plain = doctor(home, ['--dry-run']);
+    const plain = doctor(home, ['--dry-run', '--unmanaged']);
     expect(plain.json.fix.changes).toHaveLength(5);
     expect(snapshotTree(home)).toEqual(before);
   });

@@ -135,7 +135,7 @@ export function scanTreeSync(root: string, visitor: ScanVisitor): ScanResult {
  * `/`. Returns the home's `lstat` after resolving links; throws `EUNSAFE_PATH` (naming the directory others
  * could change), `EFOREIGN_OWNER` or `EDANGEROUS_HOME`.
  */
-export function checkHomeChainSync(home: string, env: Pick<HermesEnvironment, 'uid'>): fs.Stats {
+export function checkHomeChainSync(home: string, env: { readonly uid?: number | undefined }): fs.Stats {
   const top = path.resolve(home);
   if (top === path.parse(top).root) {
     throw new FsPolicyError({ code: 'EDANGEROUS_HOME', step: 'resolve', path: top, message: `refusing to use ${top} as the Hermes home: it is the filesystem root` });

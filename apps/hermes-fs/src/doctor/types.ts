@@ -16,7 +16,12 @@ export type FindingType =
   | 'spool-pending'
   | 'config'
   | 'environment'
-  | 'unreadable';
+  | 'unreadable'
+  | 'looks-managed'
+  | 'unsafe-path'
+  | 'state-file-mode'
+  | 'hard-link'
+  | 'foreign-temp';
 
 export interface Finding {
   readonly type: FindingType;
@@ -52,7 +57,17 @@ export interface DoctorReport {
   readonly command: 'doctor';
   readonly home: string;
   readonly realHome: string;
-  readonly managed: { readonly managed: boolean; readonly system: string | null; readonly source: string };
+  /**
+   * How the doctor decided whether the home is managed: `flag` (--managed/--unmanaged), `env`
+   * (HERMES_MANAGED), `marker` (<home>/.managed), or `none`; `looksManaged` lists the tree's own evidence
+   * (setgid or group-writable directories, group-shared state files) when nothing else said so.
+   */
+  readonly managed: {
+    readonly managed: boolean;
+    readonly system: string | null;
+    readonly source: string;
+    readonly looksManaged: readonly string[];
+  };
   readonly homeMode: { readonly mode: string; readonly source: string };
   readonly uid: number;
   readonly scanned: { readonly directories: number; readonly files: number; readonly symlinks: number; readonly ms: number };

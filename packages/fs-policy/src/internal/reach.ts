@@ -244,7 +244,7 @@ interface ChainEntry {
  * to root or to that uid. Returns the `lstat` of the deepest existing directory (compared with what is then
  * opened), or throws EUNSAFE_PATH naming the directory that others could change.
  */
-export function* chainCheckPlan(top: string, env: Pick<HermesEnvironment, 'uid'>): Plan<fs.Stats> {
+export function* chainCheckPlan(top: string, env: { readonly uid?: number | undefined }): Plan<fs.Stats> {
   const dirs: ChainEntry[] = [];
   const links: ChainEntry[] = [];
   let cur = path.parse(top).root;
