@@ -1,5 +1,5 @@
-// pnpm mutate:fs-policy — mutants of @hermes/fs-policy's write and append paths (and the directory creation
-// and syscall port they run on).
+// pnpm mutate:fs-policy — mutants of @hermes/fs-policy's write and append paths, and the directory creation,
+// syscall port and resolver they run on.
 import { packageConfig } from './shared.mjs';
 
 export default packageConfig({
@@ -9,7 +9,7 @@ export default packageConfig({
     'packages/fs-policy/src/append.ts',
     'packages/fs-policy/src/mkdir.ts',
     'packages/fs-policy/src/file.ts',
-    'packages/fs-policy/src/internal/io.ts',
-    'packages/fs-policy/src/internal/steps.ts',
+    // the syscall port and the descriptor-anchored resolver every write and append runs through
+    'packages/fs-policy/src/internal/*.ts',
   ],
 });
