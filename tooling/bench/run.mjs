@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { doctorCases } from './cases-doctor.mjs';
 import { gatewayCases } from './cases-gateway.mjs';
+import { matrixCases } from './cases-matrix.mjs';
 import { primitiveCases } from './cases-primitives.mjs';
 
 const args = new Set(process.argv.slice(2));
@@ -14,7 +15,7 @@ const quick = args.has('--quick');
 const samples = quick ? 3 : 9;
 const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 
-const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor' };
+const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor', B6: 'matrix' };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-bench-'));
 const results = [];
 try {
@@ -22,6 +23,7 @@ try {
     ['primitives', () => primitiveCases(path.join(work, 'p'), { samples })],
     ['gateway', () => gatewayCases(path.join(work, 'g'), { samples })],
     ['doctor', () => doctorCases(path.join(work, 'd'), { samples })],
+    ['matrix', () => matrixCases(path.join(work, 'm'), { samples })],
   ];
   for (const [name, run] of groups) {
     if (only && !only.some((o) => o === name || (GROUP_OF[o] ?? '') === name)) continue;

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { createTestUsers, isRoot, runNode } from '@hermes/test-utils';
+import { createTestUsers, itNeeds, runNode } from '@hermes/test-utils';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DoctorReport, Finding } from '../src/index.js';
 import { BIN, cli, cliJson, freshHome, modeOf, seedHome, snapshotTree, cleanupHomes } from './helpers.js';
@@ -153,7 +153,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     ]);
   });
 
-  it.skipIf(!isRoot)('owner: a file owned by another uid in an unmanaged home', () => {
+  itNeeds(['root'], 'owner: a file owned by another uid in an unmanaged home', () => {
     const { home, seed } = cleanHome();
     fs.chownSync(seed.trace, 4242, 4242);
     const { json } = doctor(home);
@@ -212,7 +212,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     expect(json.homeMode).toEqual({ mode: '0700', source: 'default' });
   });
 
-  it.skipIf(!isRoot)('unreadable: a directory the auditing uid cannot read is reported, not skipped silently', () => {
+  itNeeds(['root', 'useradd'], 'unreadable: a directory the auditing uid cannot read is reported, not skipped silently', () => {
     const { home } = cleanHome();
     fs.chmodSync(path.dirname(home), 0o755);
     fs.chmodSync(home, 0o755);
@@ -305,7 +305,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
 });
 
 describe('hermes-fs doctor: scale and errors', () => {
-  it('audits a home with 100,000 files in a few seconds', () => {
+  it('audits a home with 100,000 files: every file counted, nothing reported (its speed is benchmark B5, pnpm bench)', () => {
     const { home } = cleanHome();
     const many = path.join(home, 'sessions', 'bulk');
     fs.mkdirSync(many);
@@ -315,11 +315,13 @@ describe('hermes-fs doctor: scale and errors', () => {
       fs.mkdirSync(sub);
       for (let f = 0; f < 1000; f++) fs.writeFileSync(path.join(sub, `f${f}.txt`), '');
     }
+    // Counted independently of the CLI: every regular file under the home.
+    const files = fs.readdirSync(home, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
+    expect(files).toBeGreaterThanOrEqual(100_000);
     const { run, json } = doctor(home);
-    console.log(`doctor on ${json.scanned.files} files: ${json.scanned.ms} ms scan, ${run.ms.toFixed(0)} ms wall`);
-    expect(json.scanned.files).toBeGreaterThanOrEqual(100_000);
+    expect(run.status).toBe(0);
+    expect(json.scanned.files).toBe(files);
     expect(json.findings).toEqual([]);
-    expect(run.ms).toBeLessThan(10_000);
   });
 
   it('a missing home is an error (exit 2) with one line and a hint, no stack trace', () => {

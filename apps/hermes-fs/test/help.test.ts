@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { itNeeds } from '@hermes/test-utils';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ANSI, BIN, cli, freshHome, seedHome, cleanupHomes } from './helpers.js';
 
@@ -76,8 +77,7 @@ describe('colour', () => {
     }
   });
 
-  const hasScript = spawnSync('script', ['--version']).status === 0;
-  it.skipIf(!hasScript)('on a terminal: colour by default, none with NO_COLOR', () => {
+  itNeeds(['script'], 'on a terminal: colour by default, none with NO_COLOR', () => {
     const run = (noColor: boolean) =>
       spawnSync('script', ['-qec', `${process.execPath} ${BIN} matrix --only state-db`, '/dev/null'], {
         encoding: 'utf8',

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Ajv } from 'ajv';
-import { isRoot } from '@hermes/test-utils';
+import { createTestUsers, isRoot, itNeeds } from '@hermes/test-utils';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { MatrixReport } from '../src/index.js';
 import { ANSI, cli } from './helpers.js';
@@ -58,13 +58,10 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     report = JSON.parse(jsonRun.stdout) as MatrixReport;
   });
 
-  it('exits 0 and finishes well under 15 s', () => {
+  it('exits 0 with an ok report and no error on stderr (its speed is benchmark B6, pnpm bench)', () => {
     expect(jsonRun.stderr).not.toMatch(/error/i);
     expect(jsonRun.status).toBe(0);
     expect(report.ok).toBe(true);
-    // The requirement is < 15 s on this machine; the measured figure is printed for the record.
-    console.log(`matrix --json wall time: ${(jsonRun.ms / 1000).toFixed(2)} s (report.durationMs ${report.durationMs})`);
-    expect(jsonRun.ms).toBeLessThan(15_000);
   });
 
   it('validates against schema/matrix.schema.json', () => {
@@ -100,7 +97,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     }
   });
 
-  it.skipIf(!isRoot)('as root: the cross-uid rows pass with real users (S3 written, S1 EACCES reported)', () => {
+  itNeeds(['root', 'useradd'], 'as root: the cross-uid rows pass with real users (S3 written, S1 EACCES reported)', () => {
     expect(report.crossUid.ran).toBe(true);
     const s3 = report.crossUid.rows.find((r) => r.scenario === 'S3');
     const s1 = report.crossUid.rows.find((r) => r.scenario === 'S1');
@@ -110,9 +107,26 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     expect(s1?.detail).toContain(`uid ${String(report.crossUid.users[1]?.uid)}`);
   });
 
-  it.skipIf(isRoot)('not root: the cross-uid rows are skipped with a reason', () => {
-    expect(report.crossUid.ran).toBe(false);
-    expect(report.crossUid.skipped).toMatch(/root/);
+  // Run as a real non-root uid: a throwaway user when the suite runs as root, else the suite's own uid.
+  itNeeds(isRoot ? ['useradd'] : [], 'not root: the cross-uid rows are skipped with a reason', () => {
+    const users = isRoot ? createTestUsers(1) : undefined;
+    try {
+      const user = users?.users[0];
+      const as = users !== undefined && user !== undefined ? { uid: user.uid, gid: users.gid } : {};
+      const run = cli(['matrix', '--only', 'pending-messages', '--json'], as);
+      expect(run.status, run.stderr).toBe(0);
+      const r = JSON.parse(run.stdout) as MatrixReport;
+      expect(r.uid).not.toBe(0);
+      expect(r.crossUid).toEqual({
+        ran: false,
+        skipped: 'not running as root (the cross-uid rows need useradd/groupadd and two real uids)',
+        users: [],
+        group: null,
+        rows: [],
+      });
+    } finally {
+      users?.cleanup();
+    }
   });
 
   it('removes its temp homes and throwaway users', () => {
@@ -133,7 +147,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     }
     expect(run.stdout).toContain('✓ all 50 cells match docs/permissions.md');
     expect(run.stdout).toContain('<home>/trajectories/');
-    if (isRoot) expect(run.stdout).toMatch(/cross-uid .*2\/2 ✓/);
+    expect(run.stdout).toMatch(isRoot ? /cross-uid .*2\/2 ✓/ : /cross-uid rows skipped: not running as root/);
   });
 
   it('--only limits the run to one artifact', () => {

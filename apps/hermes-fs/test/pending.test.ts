@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openSessionDb } from '@hermes/session-db';
-import { createTestUsers, isRoot, runNode } from '@hermes/test-utils';
+import { createTestUsers, describeNeeds, itNeeds, runNode } from '@hermes/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SpoolEntry } from '../src/pending/spool.js';
 import { ANSI, BIN, cli, cliJson, fixture, freshHome, modeOf, seedHome, snapshotTree, type SeedResult, cleanupHomes } from './helpers.js';
@@ -175,7 +175,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
 });
 
 describe('hermes-fs pending recover: large spools', () => {
-  it('recovers 1,200 payloads; the progress bar appears only on a TTY (stderr), never in pipes', () => {
+  itNeeds(['script'], 'recovers 1,200 payloads; the progress bar appears only on a TTY (stderr), never in pipes', () => {
     const home = freshHome();
     const seed = seedHome(home);
     const key = 'agent:main:telegram:dm:42';
@@ -191,8 +191,6 @@ describe('hermes-fs pending recover: large spools', () => {
     const home2 = freshHome();
     seedHome(home2);
     expect(runNode(fixture('spool-bulk.mjs'), [home2, key, '1200'], { env: { HERMES_HOME: home2 } }).status).toBe(0);
-    const hasScript = spawnSync('script', ['--version']).status === 0;
-    if (!hasScript) return;
     const tty = spawnSync('script', ['-qec', `${process.execPath} ${BIN} pending recover --home ${home2}`, '/dev/null'], {
       encoding: 'utf8',
       env: { ...process.env, NO_COLOR: '1', HERMES_HOME: undefined },
@@ -203,7 +201,7 @@ describe('hermes-fs pending recover: large spools', () => {
   });
 });
 
-describe.skipIf(!isRoot)('hermes-fs pending: each uid recovers its own (managed home, two real uids)', () => {
+describeNeeds(['root', 'useradd'], 'hermes-fs pending: each uid recovers its own (managed home, two real uids)', () => {
   it("uid B's recovery leaves uid A's 0600 payload in place and says whose it is", () => {
     const users = createTestUsers(2);
     try {

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsPolicyError, loadEnvironment } from '@hermes/fs-policy';
-import { createTestUsers, isRoot, lastJson, runNode, tempRoot, type TestUsers } from '@hermes/test-utils';
+import { createTestUsers, describeNeeds, lastJson, runNode, tempRoot, type TestUsers } from '@hermes/test-utils';
 import { formatSaveFailure, SaveError, saveConversation, saveConversationSync, type SaveInput } from '../src/index.js';
 import { CONVERSATION, fixture, freshHome, ls, UNMANAGED } from './helpers.js';
 
@@ -124,7 +124,7 @@ interface ChildError {
   error: { saveError: boolean; code: string; reason: string; causeName: string; causeCode: string; line: string };
 }
 
-describe.skipIf(!isRoot)('an unwritable sessions/saved/ (0500), as a real non-root uid', () => {
+describeNeeds(['root', 'useradd'], 'an unwritable sessions/saved/ (0500), as a real non-root uid', () => {
   let users: TestUsers | undefined;
   beforeAll(() => {
     users = createTestUsers(1);

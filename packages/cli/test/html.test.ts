@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempRoot } from '@hermes/test-utils';
+import { chromiumPath, itNeeds, tempRoot } from '@hermes/test-utils';
 import { renderConversation, saveConversation, type ConversationSnapshot } from '../src/index.js';
 import { freshHome, UNMANAGED } from './helpers.js';
 
@@ -38,12 +38,6 @@ const CONVERSATION: ConversationSnapshot = {
 /** Text content as an HTML serialiser writes it (what --dump-dom prints for a text node). */
 function asSerializedText(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\u00a0/g, '&nbsp;');
-}
-
-function chromiumPath(): string | undefined {
-  const r = spawnSync('which', ['chromium'], { encoding: 'utf8' });
-  const found = r.status === 0 ? r.stdout.trim() : '';
-  return found === '' ? undefined : found;
 }
 
 const CHROMIUM = chromiumPath();
@@ -106,14 +100,14 @@ describe('HTML: one self-contained, inert page', () => {
     expect(html.match(/<section /g)).toHaveLength(CONVERSATION.messages.length);
   });
 
-  it.skipIf(CHROMIUM === undefined)('control: the harness does see a script that runs', () => {
+  itNeeds(['chromium'], 'control: the harness does see a script that runs', () => {
     const file = path.join(tempRoot('hermes-cli-control-'), 'control.html');
     fs.writeFileSync(file, `<!DOCTYPE html><title>t</title><body><script>document.title = 'PW' + 'NED'; document.body.append('PW' + 'NED')</script>`);
     const dom = dumpDom(file);
     expect(dom).toContain('<title>PWNED</title>');
   });
 
-  it.skipIf(CHROMIUM === undefined)('headless Chromium, network off: every message is shown, no script runs', async () => {
+  itNeeds(['chromium'], 'headless Chromium, network off: every message is shown, no script runs', async () => {
     const r = await saveConversation(CONVERSATION, { home: freshHome(), format: 'html', env: UNMANAGED });
     const dom = dumpDom(r.path);
     for (const text of HOSTILE) expect(dom).toContain(asSerializedText(text));

@@ -5,10 +5,8 @@ import { loadEnvironment } from '@hermes/fs-policy';
 import { freshHome, UNMANAGED } from './helpers.js';
 import { saveConversation } from '../src/index.js';
 
-// Optional: runs when @hermes/session-db is built (it is developed alongside this package).
-const sessionDbBuilt = fs.existsSync(new URL('../node_modules/@hermes/session-db/dist/index.js', import.meta.url));
-
-describe.skipIf(!sessionDbBuilt)('a session exported from a real state.db saves as it is', () => {
+// @hermes/session-db is a devDependency, built before the tests run (turbo `build` runs first in `pnpm test`).
+describe('a session exported from a real state.db saves as it is', () => {
   it('exportSession(id) → saveConversation: the export, every field kept, 0600', async () => {
     const { openSessionDb } = await import('@hermes/session-db');
     const home = freshHome();

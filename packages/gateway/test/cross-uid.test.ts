@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { createTestUsers, isRoot, lastJson, makeScenarioHome, modeOf, runNode, scenario, type TestUsers } from '@hermes/test-utils';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestUsers, describeNeeds, lastJson, makeScenarioHome, modeOf, runNode, scenario, type TestUsers } from '@hermes/test-utils';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { FlushReport, RecoveryReport, SpoolEntry } from '../src/index.js';
 import { fixture, names, spoolDir, tempDir } from './helpers.js';
 
@@ -15,7 +15,7 @@ const KEY_B = 'agent:main:telegram:dm:2';
 const SESSION_A = { id: 'sess-a', source: 'telegram', sessionKey: KEY_A, startedAt: 1700000000 };
 const SESSION_B = { id: 'sess-b', source: 'telegram', sessionKey: KEY_B, startedAt: 1700000000 };
 
-describe.skipIf(!isRoot)('the seed scenario with two real uids in a shared group', () => {
+describeNeeds(['root', 'useradd'], 'the seed scenario with two real uids in a shared group', () => {
   let users: TestUsers;
   let uidA: number;
   let uidB: number;

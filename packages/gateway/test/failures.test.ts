@@ -7,7 +7,9 @@ import { fixture, memoryLogger, names, spoolDir, tempDir } from './helpers.js';
 
 const NOBODY = 65534;
 
-describe('flush failures are reported, never thrown, never partial', () => {
+// A payload write that fails midway (after its temp file is open) is not exercised here: every case below
+// fails before a payload file is opened (directory, profile, serialisation).
+describe('flush failures before any payload file is opened are reported, never thrown, and leave no file', () => {
   it('an unwritable home: EACCES naming the path, the uid and the fix; nothing created', () => {
     const home = path.join(tempDir(), 'home');
     fs.mkdirSync(home);

@@ -1,21 +1,23 @@
 import * as path from 'node:path';
 import { modeOf } from '@hermes/test-utils';
-import { describe, expect, it } from 'vitest';
-import {
-  flushAgentHistory,
-  flushAgentHistorySync,
-  flushOverflow,
-  flushOverflowSync,
-  flushPending,
-  flushPendingSync,
-  processId,
-  spoolDroppedTranscriptMessage,
-  spoolDroppedTranscriptMessageSync,
-} from '../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import type * as GatewayModule from '../src/index.js';
+import { flushPending, flushPendingSync } from '../src/index.js';
 import { memoryLogger, names, readJson, spoolDir, tempDir } from './helpers.js';
 
 const KEY = 'agent:main:telegram:dm:42';
 const NAME = /^pending-[0-9a-f]{32}\.json$/;
+/** `process_id`: a random per-process id, 16 hex digits (README, payload fields). */
+const PROCESS_ID: unknown = expect.stringMatching(/^[0-9a-f]{16}$/);
+
+/**
+ * A fresh instance of the package, so that its per-process `seq` counter starts at 0 and the values a test
+ * expects are literals, whatever other tests of this file wrote before.
+ */
+async function freshGateway(): Promise<typeof GatewayModule> {
+  vi.resetModules();
+  return import('../src/index.js');
+}
 
 function homeIn(): string {
   return path.join(tempDir(), 'home');
@@ -23,12 +25,12 @@ function homeIn(): string {
 
 describe('flushPending (pending slots)', () => {
   it.each([
-    ['async', (p: Parameters<typeof flushPendingSync>[0], home: string) => flushPending(p, { home, now: () => 1700000000.25 })],
-    ['sync', (p: Parameters<typeof flushPendingSync>[0], home: string) => Promise.resolve(flushPendingSync(p, { home, now: () => 1700000000.25 }))],
+    ['async', (g: typeof GatewayModule, p: Parameters<typeof flushPendingSync>[0], home: string) => g.flushPending(p, { home, now: () => 1700000000.25 })],
+    ['sync', (g: typeof GatewayModule, p: Parameters<typeof flushPendingSync>[0], home: string) => Promise.resolve(g.flushPendingSync(p, { home, now: () => 1700000000.25 }))],
   ])('%s: one opaque, owner-only file per slot in the reference shape plus the version and ordering fields', async (_n, flush) => {
     const home = homeIn();
     const logger = memoryLogger();
-    const report = await flush({ [KEY]: 'lost message', 'agent:main:discord:dm:7': { text: 'event', session_id: 's-7', timestamp: 1699999999.5, message_id: 'm1' } }, home);
+    const report = await flush(await freshGateway(), { [KEY]: 'lost message', 'agent:main:discord:dm:7': { text: 'event', session_id: 's-7', timestamp: 1699999999.5, message_id: 'm1' } }, home);
     expect(report.failed).toEqual([]);
     expect(report.skipped).toEqual([]);
     expect(report.durable).toBe(true);
@@ -44,13 +46,14 @@ describe('flushPending (pending slots)', () => {
     }
     const [first, second] = report.written;
     expect(first?.mode).toBe(0o600);
+    expect(report.written.map((w) => w.seq)).toEqual([0, 1]);
     expect(readJson(first?.path ?? '')).toEqual({
       schema_version: 1,
       kind: 'pending',
       ts: 1700000000.25,
-      seq: first?.seq,
+      seq: 0,
       pid: process.pid,
-      process_id: processId(),
+      process_id: PROCESS_ID,
       session_key: KEY,
       reason: 'shutdown',
       data: { text: 'lost message' },
@@ -59,14 +62,15 @@ describe('flushPending (pending slots)', () => {
       schema_version: 1,
       kind: 'pending',
       ts: 1699999999.5,
-      seq: second?.seq,
+      seq: 1,
       pid: process.pid,
-      process_id: processId(),
+      process_id: PROCESS_ID,
       session_key: 'agent:main:discord:dm:7',
       reason: 'shutdown',
       data: { text: 'event', session_id: 's-7', timestamp: 1699999999.5, message_id: 'm1' },
     });
-    expect((second?.seq ?? 0) - (first?.seq ?? 0)).toBe(1);
+    // One process, one id.
+    expect((readJson(first?.path ?? '') as { process_id: string }).process_id).toBe((readJson(second?.path ?? '') as { process_id: string }).process_id);
     expect(logger.lines).toEqual([]);
   });
 
@@ -113,18 +117,16 @@ describe('flushPending (pending slots)', () => {
 describe('flushOverflow (FIFO tails)', () => {
   it('one file per queued event, in arrival order (seq and index), skipping empty keys and lists', async () => {
     const home = homeIn();
-    const report = await flushOverflow({ [KEY]: ['one', 'two', { text: 'three' }], '': ['ignored'], empty: [] }, { home, now: () => 1700000000 });
+    const g = await freshGateway();
+    const report = await g.flushOverflow({ [KEY]: ['one', 'two', { text: 'three' }], '': ['ignored'], empty: [] }, { home, now: () => 1700000000 });
     expect(report.written.map((w) => w.sessionKey)).toEqual([KEY, KEY, KEY]);
     const payloads = report.written.map((w) => readJson(w.path) as Record<string, unknown>);
-    expect(payloads.map((p) => [p.kind, p.index, (p.data as { text: string }).text, p.ts])).toEqual([
-      ['overflow', 0, 'one', 1700000000],
-      ['overflow', 1, 'two', 1700000000],
-      ['overflow', 2, 'three', 1700000000],
+    expect(payloads.map((p) => [p.kind, p.index, (p.data as { text: string }).text, p.ts, p.seq])).toEqual([
+      ['overflow', 0, 'one', 1700000000, 0],
+      ['overflow', 1, 'two', 1700000000, 1],
+      ['overflow', 2, 'three', 1700000000, 2],
     ]);
-    const seqs = payloads.map((p) => p.seq as number);
-    expect(seqs[1]).toBe((seqs[0] ?? 0) + 1);
-    expect(seqs[2]).toBe((seqs[0] ?? 0) + 2);
-    expect(flushOverflowSync({}, { home }).written).toEqual([]);
+    expect(g.flushOverflowSync({}, { home }).written).toEqual([]);
   });
 });
 
@@ -132,19 +134,21 @@ describe('cap-drop spool and agent-history snapshot', () => {
   it('spools an evicted transcript message in the reference cap-drop shape', async () => {
     const home = homeIn();
     const message = { role: 'assistant', content: 'evicted', tool_calls: [{ id: 'c1' }] };
-    for (const report of [
-      await spoolDroppedTranscriptMessage('sess-1', message, { home, now: () => 1700000000 }),
-      spoolDroppedTranscriptMessageSync('sess-1', message, { home, now: () => 1700000000 }),
-    ]) {
+    const g = await freshGateway();
+    const reports = [
+      await g.spoolDroppedTranscriptMessage('sess-1', message, { home, now: () => 1700000000 }),
+      g.spoolDroppedTranscriptMessageSync('sess-1', message, { home, now: () => 1700000000 }),
+    ];
+    for (const [seq, report] of reports.entries()) {
       expect(report.written).toHaveLength(1);
       const p = readJson(report.written[0]?.path ?? '') as Record<string, unknown>;
       expect(p).toEqual({
         schema_version: 1,
         kind: 'transcript_cap_drop',
         ts: 1700000000,
-        seq: p.seq,
+        seq,
         pid: process.pid,
-        process_id: processId(),
+        process_id: PROCESS_ID,
         session_key: 'sess-1',
         reason: 'transcript_cap_drop',
         data: { session_id: 'sess-1', message },
@@ -155,23 +159,24 @@ describe('cap-drop spool and agent-history snapshot', () => {
   it('writes the agent-history snapshot with issue, count and messages; an empty history writes nothing', async () => {
     const home = homeIn();
     const history = [{ role: 'user', content: 'u' }, 'a scalar', [1, 2]];
-    const report = await flushAgentHistory('sess-1', history, { home, now: () => 1700000000 });
+    const g = await freshGateway();
+    const report = await g.flushAgentHistory('sess-1', history, { home, now: () => 1700000000 });
     const p = readJson(report.written[0]?.path ?? '') as Record<string, unknown>;
     expect(p).toEqual({
       schema_version: 1,
       kind: 'agent_history',
       ts: 1700000000,
-      seq: p.seq,
+      seq: 0,
       pid: process.pid,
-      process_id: processId(),
+      process_id: PROCESS_ID,
       reason: 'shutdown-with-unpersisted-agent-history',
       issue: '#72680',
       session_id: 'sess-1',
       count: 3,
       messages: history,
     });
-    expect(flushAgentHistorySync(null, [], { home }).written).toEqual([]);
-    expect(flushAgentHistorySync(null, null, { home }).written).toEqual([]);
+    expect(g.flushAgentHistorySync(null, [], { home }).written).toEqual([]);
+    expect(g.flushAgentHistorySync(null, null, { home }).written).toEqual([]);
     expect(names(spoolDir(home))).toHaveLength(1);
   });
 });

@@ -17,7 +17,11 @@ describe('listSpool', () => {
   it('lists every spool file in recovery order, with metadata only', () => {
     const root = tempDir();
     const home = path.join(root, 'home');
-    writeSpoolFile(home, hexName(1), JSON.stringify({ kind: 'pending', session_key: KEY, reason: 'shutdown', ts: 1700000300, seq: 2, data: { text: SECRET } }));
+    const firstText = JSON.stringify({ kind: 'pending', session_key: KEY, reason: 'shutdown', ts: 1700000300, seq: 2, data: { text: SECRET } });
+    const firstFile = writeSpoolFile(home, hexName(1), firstText);
+    // Literal metadata the listing must report: mode 0640, mtime 2024-01-02T00:00:00Z.
+    fs.chmodSync(firstFile, 0o640);
+    fs.utimesSync(firstFile, new Date(Date.UTC(2024, 0, 2)), new Date(Date.UTC(2024, 0, 2)));
     writeSpoolFile(home, hexName(2), JSON.stringify({ session_key: KEY, reason: 'adapter_shutdown', ts: 1700000100, seq: 0, data: { text: SECRET, session_id: SESSION } }));
     writeSpoolFile(home, hexName(3), JSON.stringify({ session_key: SESSION, reason: 'transcript_cap_drop', ts: 1700000200, seq: 1, data: { session_id: SESSION, message: { role: 'assistant', content: SECRET } } }));
     writeSpoolFile(home, hexName(4), JSON.stringify({ reason: 'shutdown-with-unpersisted-agent-history', issue: '#72680', session_id: SESSION, count: 3, ts: 1700000050, messages: [{ role: 'user', content: SECRET }] }));
@@ -55,10 +59,10 @@ describe('listSpool', () => {
       ts: 1700000300,
       seq: 2,
       reason: 'shutdown',
-      size: fs.statSync(path.join(spoolDir(home), hexName(1))).size,
-      mtime: fs.statSync(path.join(spoolDir(home), hexName(1))).mtimeMs,
-      uid: fs.statSync(path.join(spoolDir(home), hexName(1))).uid,
-      mode: fs.statSync(path.join(spoolDir(home), hexName(1))).mode & 0o7777,
+      size: Buffer.byteLength(firstText),
+      mtime: Date.UTC(2024, 0, 2),
+      uid: process.geteuid?.(),
+      mode: 0o640,
       hasSessionKey: true,
       hasSessionId: false,
       messages: null,

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUsers, isLinux, isRoot, lastJson, modeOf, runNode, tempRoot, type TestUsers } from '@hermes/test-utils';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestUsers, describeNeeds, lastJson, modeOf, runNode, tempRoot, type TestUsers } from '@hermes/test-utils';
 
 const fixture = fileURLToPath(new URL('./fixtures/record-turns.mjs', import.meta.url));
 
@@ -12,7 +12,7 @@ interface Summary {
 }
 
 /** The cross-uid facts of docs/permissions.md, with two real uids in a shared group (root only). */
-describe.runIf(isRoot && isLinux)('two uids sharing one home', () => {
+describeNeeds(['root', 'linux', 'useradd'], 'two uids sharing one home', () => {
   let users: TestUsers;
   beforeAll(() => {
     users = createTestUsers(2);

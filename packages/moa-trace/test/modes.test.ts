@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import {
-  isLinux,
+  describeNeeds,
   lastJson,
   makeScenarioHome,
   modeOf,
@@ -31,7 +31,7 @@ const table: readonly { id: ScenarioId; dir: string; file: string }[] = [
   { id: 'S5', dir: '0700', file: '0600' },
 ];
 
-describe.runIf(isLinux)('trace modes across S1–S5 (child processes)', () => {
+describeNeeds(['linux'], 'trace modes across S1–S5 (child processes)', () => {
   for (const row of table) {
     it(`${row.id}: moa-traces/ ${row.dir}, sess-1.jsonl ${row.file}`, () => {
       const s = scenario(row.id);
@@ -47,7 +47,7 @@ describe.runIf(isLinux)('trace modes across S1–S5 (child processes)', () => {
   }
 });
 
-describe.runIf(isLinux)('an existing trace file keeps its mode', () => {
+describeNeeds(['linux'], 'an existing trace file keeps its mode', () => {
   it('0644 stays 0644 after an append, with the line added', () => {
     const home = path.join(tempRoot(), 'home');
     const dir = path.join(home, 'moa-traces');
@@ -66,7 +66,7 @@ describe.runIf(isLinux)('an existing trace file keeps its mode', () => {
   });
 });
 
-describe.runIf(isLinux)('nested trace_dir override: every created level secured, existing levels untouched', () => {
+describeNeeds(['linux'], 'nested trace_dir override: every created level secured, existing levels untouched', () => {
   function setup(auditMode: number): { tmp: string; audit: string; home: string } {
     const tmp = tempRoot();
     const audit = path.join(tmp, 'audit');

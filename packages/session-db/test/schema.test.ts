@@ -2,12 +2,10 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
-import { hasPython3 } from '@hermes/test-utils';
+import { itNeeds } from '@hermes/test-utils';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, openSessionDb, SessionDbError } from '../src/index.js';
 import { tempDir, thrown } from './helpers.js';
-
-const python = hasPython3();
 
 /** `PRAGMA table_info` column names, in table order. */
 function columns(file: string, table: string): string[] {
@@ -93,7 +91,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
     }
   });
 
-  it.skipIf(!python)('a database written by session-db opens in Python and returns the rows', () => {
+  itNeeds(['python3'], 'a database written by session-db opens in Python and returns the rows', () => {
     const home = tempDir();
     const db = openSessionDb({ home });
     db.createSession({ id: 'py-1', source: 'telegram', model: 'hermes-3' });
@@ -120,7 +118,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
     });
   });
 
-  it.skipIf(!python)('opens a database the Python reference created, without touching its schema_version', () => {
+  itNeeds(['python3'], 'opens a database the Python reference created, without touching its schema_version', () => {
     const home = tempDir();
     const file = path.join(home, 'state.db');
     runPython(

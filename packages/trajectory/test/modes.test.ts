@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { isLinux, lastJson, makeScenarioHome, modeOf, runNode, scenario, scenarioEnv, type ScenarioId } from '@hermes/test-utils';
+import { expect, it } from 'vitest';
+import { describeNeeds, lastJson, makeScenarioHome, modeOf, runNode, scenario, scenarioEnv, type ScenarioId } from '@hermes/test-utils';
 
 const fixture = fileURLToPath(new URL('./fixtures/save-trajectory.mjs', import.meta.url));
 
@@ -20,7 +20,7 @@ const expected: readonly { id: ScenarioId; dir: string; file: string }[] = [
   { id: 'S5', dir: '0700', file: '0600' },
 ];
 
-describe.runIf(isLinux)('trajectory file modes across S1–S5 (child processes)', () => {
+describeNeeds(['linux'], 'trajectory file modes across S1–S5 (child processes)', () => {
   for (const row of expected) {
     it(`${row.id}: trajectories/ ${row.dir}, trajectory_samples.jsonl ${row.file}`, () => {
       const s = scenario(row.id);

@@ -19,6 +19,7 @@ export type Precondition =
   | 'python3'
   | 'chromium'
   | 'git'
+  | 'script'
   | 'systemd-tmpfiles'
   | 'systemd-analyze';
 
@@ -62,6 +63,7 @@ const probes: Record<Precondition, () => string | undefined> = {
   python3: () => (python3HasSqlite() ? undefined : 'python3 with the sqlite3 module'),
   chromium: () => (chromiumPath() !== undefined ? undefined : 'Chromium (package: chromium)'),
   git: () => (findExecutable('git') !== undefined ? undefined : 'git on PATH'),
+  script: () => (findExecutable('script') !== undefined ? undefined : 'script on PATH, for a pseudo-terminal (package: bsdutils)'),
   'systemd-tmpfiles': () =>
     findExecutable('systemd-tmpfiles') !== undefined ? undefined : 'systemd-tmpfiles on PATH (package: systemd)',
   'systemd-analyze': () =>

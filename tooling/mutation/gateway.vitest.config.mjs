@@ -1,0 +1,11 @@
+// The vitest config Stryker runs for @hermes/gateway: the package's own config, plus one fix for the sandbox.
+// Stryker copies the repository into .stryker-tmp/sandbox-XXXXXX, created 0700; tests that run a fixture as
+// another uid (a real unprivileged writer) need to traverse it, so the sandbox is opened to 0755 here.
+import { chmodSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import config from '../../packages/gateway/vitest.config.ts';
+
+const cwd = process.cwd();
+if (basename(cwd).startsWith('sandbox-') && basename(dirname(cwd)) === '.stryker-tmp') chmodSync(cwd, 0o755);
+
+export default config;
