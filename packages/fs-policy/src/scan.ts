@@ -1,7 +1,6 @@
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
 import { errnoCode, FsPolicyError } from './errors.js';
-import type { HermesEnvironment } from './env.js';
 import { selfFd } from './internal/anchor.js';
 import { call, O, type Plan, runSync } from './internal/io.js';
 import { chainCheckPlan } from './internal/reach.js';
