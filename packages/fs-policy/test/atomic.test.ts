@@ -181,3 +181,61 @@ describe('fault injection at every step', () => {
     }
   }
 });
+
+describe('the temp file itself', () => {
+  it('a file already at the temp name is never opened or overwritten: EEXIST at open, the planted bytes intact', () => {
+    const env = tempEnv();
+    const dir = path.join(env.home, 'pending_messages');
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const f = path.join(dir, 'p.json');
+    fs.writeFileSync(f, 'ORIGINAL');
+    let planted: string | undefined;
+    setFaultHook((req) => {
+      if (planted === undefined && req.step === 'open' && req.op === 'open') {
+        // Someone (or a stale file) holds exactly the name this write picked, as the open is made.
+        planted = path.join(dir, path.basename(req.args[0] as string));
+        fs.writeFileSync(planted, 'PLANTED');
+      }
+      return undefined;
+    });
+    let err: unknown;
+    try {
+      atomicWriteSync(f, 'NEW', { kind: 'pending-messages', env });
+    } catch (e) {
+      err = e;
+    }
+    setFaultHook(undefined);
+    expect(planted).toMatch(/\/\.p\.json\.\d+-\d+\.[0-9a-f]{12}\.tmp$/);
+    expect(err).toMatchObject({ code: 'EEXIST', step: 'open' });
+    expect(fs.readFileSync(planted ?? '', 'utf8')).toBe('PLANTED');
+    expect(fs.readFileSync(f, 'utf8')).toBe('ORIGINAL');
+  });
+
+  for (const [title, final] of [
+    ['a new file', undefined],
+    ['an explicit 0640', 0o640],
+  ] as const) {
+    it(`the temp is never wider than 0600 while written, and has its final mode before the rename (${title})`, () => {
+      const env = tempEnv();
+      const f = path.join(env.home, 'pending_messages', 'p.json');
+      const seen: { step: string; mode: string }[] = [];
+      setFaultHook((req) => {
+        if (req.op === 'write' || (req.op === 'fsync' && req.step === 'fsync')) {
+          seen.push({ step: req.step, mode: (fs.fstatSync(req.args[0] as number).mode & 0o7777).toString(8) });
+        }
+        if (req.op === 'rename') {
+          seen.push({ step: 'rename', mode: (fs.lstatSync(req.args[0] as string).mode & 0o7777).toString(8) });
+        }
+        return undefined;
+      });
+      atomicWriteSync(f, 'x'.repeat(100), { kind: 'pending-messages', env, ...(final === undefined ? {} : { mode: final }) });
+      setFaultHook(undefined);
+      const want = final === undefined ? '600' : '640';
+      expect(seen).toEqual([
+        { step: 'write', mode: '600' },
+        { step: 'fsync', mode: want },
+        { step: 'rename', mode: want },
+      ]);
+    });
+  }
+});

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestUsers, isRoot, lastJson, modeOf, runNode, tempRoot, type TestUsers } from '@hermes/test-utils';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestUsers, describeNeeds, lastJson, modeOf, runNode, tempRoot, type TestUsers } from '@hermes/test-utils';
 import { fixture } from './helpers.js';
 
 interface ChildReport {
@@ -15,7 +15,7 @@ interface ChildReport {
 }
 
 // The cross-uid facts of docs/permissions.md, with two real users sharing a group.
-describe.skipIf(!isRoot)('cross-uid (root only: real throwaway users)', () => {
+describeNeeds(['root', 'useradd'], 'cross-uid (root only: real throwaway users)', () => {
   let users: TestUsers;
   beforeAll(() => {
     users = createTestUsers(2);

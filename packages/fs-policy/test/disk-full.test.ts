@@ -1,15 +1,15 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRoot, tempRoot } from '@hermes/test-utils';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeNeeds, tempRoot } from '@hermes/test-utils';
 import { atomicWriteSync, FsPolicyError, loadEnvironment, privateAppend, setLogger, silentLogger } from '../src/index.js';
 import { caught } from './helpers.js';
 
 setLogger(silentLogger);
 
 // A real 64 KiB tmpfs: the device fills up for real.
-describe.skipIf(!isRoot)('disk full (root only: 64 KiB tmpfs)', () => {
+describeNeeds(['root', 'mount'], 'disk full (root only: 64 KiB tmpfs)', () => {
   let mnt: string;
   beforeAll(() => {
     mnt = path.join(tempRoot(), 'tmpfs');

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isRoot, modeOf, tempRoot } from '@hermes/test-utils';
+import { describeNeeds, modeOf, tempRoot } from '@hermes/test-utils';
 import { setFaultHook } from '../src/internal/io.js';
 import {
   appendJsonLineSync,
@@ -178,7 +178,7 @@ describe('append under faults', () => {
   });
 });
 
-describe.skipIf(!isRoot)('ownership (root only)', () => {
+describeNeeds(['root'], 'ownership (root only)', () => {
   it('HERMES_UID/HERMES_GID are applied to every directory and file this package creates (unmanaged)', () => {
     const home = path.join(tempRoot(), 'h');
     const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false', HERMES_UID: '4242', HERMES_GID: '4343' } });
