@@ -8,7 +8,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestUsers, describeNeeds, lastJson, tempRoot, type TestUsers } from '@hermes/test-utils';
+import { ATTACKER, createTestUsers, describeNeeds, lastJson, runAs as run, tempRoot, tree, type TestUsers } from '@hermes/test-utils';
 import { sweepTempFilesSync } from '../src/index.js';
 import { fixture } from './helpers.js';
 
@@ -18,51 +18,6 @@ interface VictimReport {
   ok: number;
   codes: Record<string, number>;
   iterations: number;
-}
-
-interface Proc {
-  stdout: string;
-  stderr: string;
-  status: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-/** Runs `node script args` as `uid`/`gid` (umask 0007, a managed service's), resolving when it exits. */
-function run(script: string, args: readonly string[], as: { uid: number; gid: number }, env: Record<string, string>, timeoutMs: number): Promise<Proc> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', 'umask 0007 && exec "$0" "$@"', process.execPath, script, ...args], {
-      uid: as.uid,
-      gid: as.gid,
-      env: { PATH: process.env.PATH, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${path.basename(script)} ${args[0] ?? ''} hung: killed after ${String(timeoutMs)} ms\n${stderr}`));
-    }, timeoutMs);
-    child.on('exit', (status, signal) => {
-      clearTimeout(timer);
-      resolve({ stdout, stderr, status, signal });
-    });
-  });
-}
-
-/** Every path below `dir`, relative, sorted. */
-function tree(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string, rel: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const r = rel === '' ? e.name : `${rel}/${e.name}`;
-      out.push(r);
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-    }
-  };
-  walk(dir, '');
-  return out.sort();
 }
 
 describeNeeds(['root', 'linux', 'useradd', 'mount'], 'attacks by a member of the service group (real second uid, own process, tight loop)', () => {
@@ -107,7 +62,7 @@ describeNeeds(['root', 'linux', 'useradd', 'mount'], 'attacks by a member of the
     victim: { script: string; args: readonly string[]; as: { uid: number; gid: number }; env: Record<string, string> },
     stop: string,
   ): Promise<{ victim: VictimReport; rounds: number }> {
-    const attackerRun = run(fixture('attacker.mjs'), [attack[0] ?? '', stop, '120000', ...attack.slice(1)], attacker, {}, 150_000);
+    const attackerRun = run(ATTACKER, [attack[0] ?? '', stop, '120000', ...attack.slice(1)], attacker, {}, 150_000);
     await new Promise((r) => setTimeout(r, 50)); // let the attacker get going
     const victimRun = await run(victim.script, victim.args, victim.as, victim.env, 120_000);
     fs.writeFileSync(stop, '');
@@ -328,7 +283,7 @@ describeNeeds(['root', 'linux', 'useradd', 'mount'], 'attacks by a member of the
       path.join(l.home, p),
     );
     const iterations = 200;
-    const attackerRun = run(fixture('attacker.mjs'), ['fifo', l.stop, '120000', ...fifos], attacker, {}, 150_000);
+    const attackerRun = run(ATTACKER, ['fifo', l.stop, '120000', ...fifos], attacker, {}, 150_000);
     for (let i = 0; i < 100 && !fifos.every((f) => fs.existsSync(f)); i++) await new Promise((r) => setTimeout(r, 20));
     const v = lastJson<VictimReport>(await run(fixture('victim.mjs'), ['fifo', l.home, String(iterations)], service, { HERMES_MANAGED: 'nixos' }, 60_000));
     fs.writeFileSync(l.stop, '');

@@ -216,3 +216,4 @@ export function hasPython3(): boolean {
   return r.status === 0;
 }
 export * from './needs.js';
+export * from './attack.js';
