@@ -291,7 +291,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     expect(again.json.findings).toEqual([]);
   });
 
-  it('--dry-run changes nothing: every path byte- and mode-identical', () => {
+  it('--dry-run changes nothing: every path byte-, mode- and ctime-identical', () => {
     const { home } = brokenHome();
     const before = snapshotTree(home);
     const { json } = doctor(home, ['--fix', '--dry-run', '--unmanaged']);

@@ -73,6 +73,8 @@ export interface SeedResult {
 
 export interface PathState {
   readonly mode: number;
+  /** The inode change time: a chmod, chown or rename that put things back would still show here. */
+  readonly ctimeMs: number;
   readonly uid: number;
   readonly gid: number;
   readonly size: number;
@@ -80,7 +82,7 @@ export interface PathState {
   readonly link: string | null;
 }
 
-/** Every path under `root` with its mode, owner, size and content hash (links not followed). */
+/** Every path under `root` with its mode, ctime, owner, size and content hash (links not followed). */
 export function snapshotTree(root: string): Record<string, PathState> {
   const out: Record<string, PathState> = {};
   const stack = [root];
@@ -91,6 +93,7 @@ export function snapshotTree(root: string): Record<string, PathState> {
     const rel = path.relative(root, p) || '.';
     out[rel] = {
       mode: st.mode,
+      ctimeMs: st.ctimeMs,
       uid: st.uid,
       gid: st.gid,
       size: st.size,

@@ -518,6 +518,14 @@ function checkHome(home: string, env: HermesEnvironment, findings: Finding[]): v
   }
 }
 
+/** The home cannot be audited at all (missing, not a directory, unreadable): exit 2 with the reason. */
+function unusableHome(home: string, err: unknown): CliError {
+  if (err instanceof CliError) return err;
+  const code = err instanceof FsPolicyError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'EUNKNOWN');
+  const why = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'not a directory' : code;
+  return new CliError(`cannot audit ${home}: ${why}`, { hint: 'pass the home with --home DIR or set HERMES_HOME', exitCode: EXIT.error, cause: err });
+}
+
 function managedSourceOf(options: DoctorOptions, env: HermesEnvironment): ManagedSource {
   if (options.managed !== undefined) return 'flag';
   return env.managed.source;
@@ -535,13 +543,7 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
   try {
     evidence = treeEvidence(home);
   } catch (err) {
-    if (err instanceof CliError) throw err;
-    const code = err instanceof FsPolicyError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'EUNKNOWN');
-    throw new CliError(`cannot audit ${home}: ${code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'not a directory' : code}`, {
-      hint: 'pass the home with --home DIR or set HERMES_HOME',
-      exitCode: EXIT.error,
-      cause: err,
-    });
+    throw unusableHome(home, err);
   }
   const managedSource = managedSourceOf(options, env);
   const ambiguous = managedSource === 'none' && evidence.evidence.length > 0;
@@ -585,7 +587,12 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
     });
   }
   const now = options.now ?? Date.now();
-  const counts = scan(ctx);
+  let counts: ScanCounts;
+  try {
+    counts = scan(ctx);
+  } catch (err) {
+    throw unusableHome(home, err); // it vanished or was replaced since the first look
+  }
   await auditTemps(ctx, now);
   const { limits, source } = await loadLimits(ctx);
   const spool = await auditSpool(ctx.home, ctx.home, limits, source, now, ctx.findings);
