@@ -134,6 +134,7 @@ describe('concurrency across processes', () => {
       expect(seen.length).toBe(2000);
       expect(seen).toEqual(Array.from({ length: 2000 }, (_, i) => i)); // each writer's lines in its own order
     }
+    fs.rmSync(f); // about 500 MB: never left for the exit handler (a killed worker would leave it)
   });
 
   it('8 processes atomically rewriting one file: every read and the result is one complete version', async () => {
