@@ -132,6 +132,20 @@ function versionOf(file: string): string {
   return (readJson(file) as { version: string }).version;
 }
 
+/**
+ * A GET from the local registry. Retried once when the registry closed an idle keep-alive socket just as it
+ * was reused (a race of HTTP keep-alive, not a registry failure); any other failure is thrown.
+ */
+async function registryGet(url: string): Promise<Response> {
+  try {
+    return await fetch(url);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause;
+    if (cause?.code !== 'UND_ERR_SOCKET') throw err;
+    return fetch(url);
+  }
+}
+
 async function freeLoopbackPort(): Promise<number> {
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
@@ -415,7 +429,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
     expect(tags).toEqual(NAMES.map((name) => `${name}@${VERSION}`).sort());
 
     for (const name of NAMES) {
-      const response = await fetch(`${registryUrl}${name.replace('/', '%2f')}`);
+      const response = await registryGet(`${registryUrl}${name.replace('/', '%2f')}`);
       expect(response.status, name).toBe(200);
       const doc = (await response.json()) as { 'dist-tags': Record<string, string>; versions: Record<string, { dist: { tarball: string } }> };
       expect(doc['dist-tags'], name).toEqual({ latest: VERSION });
@@ -425,10 +439,10 @@ describe('a release through a real registry', { concurrent: false }, () => {
 
   it('every tarball carries its CHANGELOG, metadata and schema, no source maps, and real dependency ranges', async () => {
     for (const [name, dir] of PUBLISHED) {
-      const response = await fetch(`${registryUrl}${name.replace('/', '%2f')}/${VERSION}`);
+      const response = await registryGet(`${registryUrl}${name.replace('/', '%2f')}/${VERSION}`);
       const manifest = (await response.json()) as { dist: { tarball: string } };
       const tgz = path.join(work, `${name.replace('/', '-')}.tgz`);
-      fs.writeFileSync(tgz, Buffer.from(await (await fetch(manifest.dist.tarball)).arrayBuffer()));
+      fs.writeFileSync(tgz, Buffer.from(await (await registryGet(manifest.dist.tarball)).arrayBuffer()));
       const unpacked = path.join(work, 'unpacked', name);
       fs.mkdirSync(unpacked, { recursive: true });
       run('tar', ['-xzf', tgz, '-C', unpacked], { cwd: work });
@@ -482,19 +496,17 @@ describe('a release through a real registry', { concurrent: false }, () => {
     for (const name of NAMES) expect(lock.packages[`node_modules/${name}`]?.version, name).toBe(VERSION);
   });
 
-  it('a pnpm project installs them from the registry, with better-sqlite3 approved to build', () => {
+  it('a pnpm project installs them from the registry, with better-sqlite3 approved to build (as the README says)', () => {
     const project = path.join(work, 'pnpm-app');
     projects.pnpm = project;
     fs.mkdirSync(project);
-    fs.writeFileSync(
-      path.join(project, 'package.json'),
-      JSON.stringify({ name: 'pnpm-app', version: '1.0.0', private: true, type: 'module', pnpm: { onlyBuiltDependencies: ['better-sqlite3'] } }, null, 2),
-    );
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'pnpm-app', version: '1.0.0', private: true, type: 'module' }, null, 2));
     fs.writeFileSync(path.join(project, '.npmrc'), `registry=${registryUrl}\ncache-dir=${path.join(work, 'pnpm-cache')}\n`);
-    const install = ['--no-frozen-lockfile', '--reporter=append-only'];
-    run('pnpm', ['add', ...install, 'hermes-fs', '@hermes/fs-policy'], { cwd: project });
+    run('pnpm', ['add', '--reporter=append-only', '--allow-build=better-sqlite3', 'hermes-fs', '@hermes/fs-policy'], { cwd: project });
+    // pnpm records the approval in the project, so later installs build better-sqlite3 without the flag.
+    expect(fs.readFileSync(path.join(project, 'pnpm-workspace.yaml'), 'utf8')).toMatch(/^allowBuilds:\n {2}better-sqlite3: true$/m);
     const rest = NAMES.filter((n) => n !== 'hermes-fs' && n !== '@hermes/fs-policy');
-    run('pnpm', ['add', ...install, ...rest, 'typescript@5.9.3', '@types/node@^20.19.0'], { cwd: project });
+    run('pnpm', ['add', '--reporter=append-only', ...rest, 'typescript@5.9.3', '@types/node@^20.19.0'], { cwd: project });
     for (const name of NAMES) {
       expect(versionOf(path.join(project, 'node_modules', name, 'package.json')), name).toBe(VERSION);
     }
@@ -514,6 +526,21 @@ describe('a release through a real registry', { concurrent: false }, () => {
           expect(out).toContain('schema hermes-fs matrix --json\n');
         }
         for (const name of NAMES) expect(cjs).toContain(`version ${name} ${VERSION}\n`);
+      });
+
+      it("runs the fs-policy README's quickstart as published", () => {
+        const project = projects[kind];
+        const readme = fs.readFileSync(path.join(project, 'node_modules', '@hermes', 'fs-policy', 'README.md'), 'utf8');
+        const quickstart = /## Quickstart\n\n```js\n([\s\S]*?)\n```/.exec(readme)?.[1];
+        expect(quickstart, 'a ```js block under "## Quickstart"').toBeDefined();
+        const home = path.join(work, `quickstart-${kind}`);
+        expect(quickstart).toContain("'/tmp/hermes-quickstart'");
+        fs.writeFileSync(path.join(project, 'quickstart.mjs'), (quickstart ?? '').replaceAll('/tmp/hermes-quickstart', home));
+        const out = run(process.execPath, ['quickstart.mjs'], { cwd: project });
+        expect(out.stdout).toBe(`${home}/pending_messages/pending-1.json 600\n`);
+        expect(out.stderr).toBe('');
+        expect((fs.statSync(path.join(home, 'pending_messages', 'pending-1.json')).mode & 0o7777).toString(8)).toBe('600');
+        expect((fs.statSync(path.join(home, 'moa-traces', 's1.jsonl')).mode & 0o7777).toString(8)).toBe('600');
       });
 
       it('runs `npx hermes-fs matrix --json` and measures the table of docs/permissions.md', () => {
@@ -602,7 +629,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
     fs.mkdirSync(project);
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'pnpm-unapproved', version: '1.0.0', private: true, type: 'module' }));
     fs.writeFileSync(path.join(project, '.npmrc'), `registry=${registryUrl}\ncache-dir=${path.join(work, 'pnpm-cache')}\n`);
-    const install = run('pnpm', ['add', '--no-frozen-lockfile', '--reporter=append-only', '@hermes/session-db'], { cwd: project });
+    const install = run('pnpm', ['add', '--reporter=append-only', '@hermes/session-db'], { cwd: project });
     expect(install.stdout + install.stderr).toMatch(/Ignored build scripts: better-sqlite3/);
     const home = path.join(work, 'unapproved-home');
     fs.mkdirSync(home);
