@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -132,18 +133,38 @@ function versionOf(file: string): string {
   return (readJson(file) as { version: string }).version;
 }
 
+interface HttpResponse {
+  status: number;
+  body: Buffer;
+}
+
 /**
- * A GET from the local registry. Retried once when the registry closed an idle keep-alive socket just as it
- * was reused (a race of HTTP keep-alive, not a registry failure); any other failure is thrown.
+ * One HTTP request to the local registry on a fresh connection (`agent: false`, `Connection: close`): no
+ * idle keep-alive socket is ever reused, so a request cannot race the registry closing one.
  */
-async function registryGet(url: string): Promise<Response> {
-  try {
-    return await fetch(url);
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause;
-    if (cause?.code !== 'UND_ERR_SOCKET') throw err;
-    return fetch(url);
-  }
+function http(method: 'GET' | 'PUT', url: string, json?: unknown): Promise<HttpResponse> {
+  return new Promise((resolve, reject) => {
+    const payload = json === undefined ? undefined : Buffer.from(JSON.stringify(json));
+    const req = httpRequest(url, {
+      method,
+      agent: false,
+      headers: { accept: 'application/json', ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(payload.length) }) },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) });
+      });
+    });
+    req.end(payload);
+  });
+}
+
+function parse(response: HttpResponse): unknown {
+  return JSON.parse(response.body.toString('utf8'));
 }
 
 async function freeLoopbackPort(): Promise<number> {
@@ -177,6 +198,36 @@ function fsPolicyCopies(project: string): string[] {
     .filter((line) => line !== '')
     .map((line) => fs.realpathSync(path.dirname(path.join(project, line))));
   return [...new Set(dirs)].sort();
+}
+
+/** `hermes-fs matrix --json` output: valid against its schema, and the literal table of docs/permissions.md. */
+function expectMatrix(out: string, schemaFile: string): void {
+  const report = JSON.parse(out) as {
+    ok: boolean;
+    cells: { scenario: keyof typeof MATRIX_TABLE; cell: string; expected: string; measured: string; ok: boolean }[];
+    crossUid: { ran: boolean; rows: { scenario: string; expected: string; outcome: string; ok: boolean }[] };
+    summary: unknown;
+  };
+  const validate = new Ajv({ allErrors: true, strict: false }).compile(readJson(schemaFile) as object);
+  expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
+
+  const measured = Object.fromEntries(report.cells.map((c) => [`${c.scenario} ${c.cell}`, c.measured]));
+  const expected = Object.fromEntries(
+    Object.entries(MATRIX_TABLE).flatMap(([scenario, modes]) => MATRIX_CELLS.map((cell, i) => [`${scenario} ${cell}`, modes[i]])),
+  );
+  expect(measured).toEqual(expected);
+  expect(report.cells).toHaveLength(50);
+  expect(report.ok).toBe(true);
+  if (process.getuid?.() === 0) {
+    expect(report.crossUid.ran).toBe(true);
+    expect(report.crossUid.rows.map((r) => [r.scenario, r.outcome, r.ok])).toEqual([
+      ['S3', 'written', true],
+      ['S1', 'failure reported', true],
+    ]);
+    expect(report.summary).toEqual({ cells: 50, passed: 50, failed: 0, crossUidFailed: 0 });
+  } else {
+    expect(report.crossUid.ran).toBe(false);
+  }
 }
 
 // Run in each consumer project: loads the app's own @hermes/fs-policy next to the packages that consume it
@@ -379,20 +430,16 @@ describe('a release through a real registry', { concurrent: false }, () => {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`the registry exited ${String(child.exitCode)}:\n${registryLog}`);
       try {
-        if ((await fetch(`${registryUrl}-/ping`)).ok) break;
+        if ((await http('GET', `${registryUrl}-/ping`)).status === 200) break;
       } catch {
         // not listening yet
       }
       if (Date.now() > deadline) throw new Error(`the registry did not answer within 60 s:\n${registryLog}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    const user = await fetch(`${registryUrl}-/user/org.couchdb.user:release`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'release', password: 'release-test-only' }),
-    });
-    const created = (await user.json()) as { token?: string };
-    if (!user.ok || created.token === undefined) throw new Error(`cannot create the publishing user: ${JSON.stringify(created)}`);
+    const user = await http('PUT', `${registryUrl}-/user/org.couchdb.user:release`, { name: 'release', password: 'release-test-only' });
+    const created = parse(user) as { token?: string };
+    if (user.status !== 201 || created.token === undefined) throw new Error(`cannot create the publishing user: ${String(user.status)} ${JSON.stringify(created)}`);
     token = created.token;
   });
 
@@ -429,9 +476,9 @@ describe('a release through a real registry', { concurrent: false }, () => {
     expect(tags).toEqual(NAMES.map((name) => `${name}@${VERSION}`).sort());
 
     for (const name of NAMES) {
-      const response = await registryGet(`${registryUrl}${name.replace('/', '%2f')}`);
+      const response = await http('GET', `${registryUrl}${name.replace('/', '%2f')}`);
       expect(response.status, name).toBe(200);
-      const doc = (await response.json()) as { 'dist-tags': Record<string, string>; versions: Record<string, { dist: { tarball: string } }> };
+      const doc = parse(response) as { 'dist-tags': Record<string, string>; versions: Record<string, { dist: { tarball: string } }> };
       expect(doc['dist-tags'], name).toEqual({ latest: VERSION });
       expect(Object.keys(doc.versions), name).toEqual([VERSION]);
     }
@@ -439,10 +486,9 @@ describe('a release through a real registry', { concurrent: false }, () => {
 
   it('every tarball carries its CHANGELOG, metadata and schema, no source maps, and real dependency ranges', async () => {
     for (const [name, dir] of PUBLISHED) {
-      const response = await registryGet(`${registryUrl}${name.replace('/', '%2f')}/${VERSION}`);
-      const manifest = (await response.json()) as { dist: { tarball: string } };
+      const manifest = parse(await http('GET', `${registryUrl}${name.replace('/', '%2f')}/${VERSION}`)) as { dist: { tarball: string } };
       const tgz = path.join(work, `${name.replace('/', '-')}.tgz`);
-      fs.writeFileSync(tgz, Buffer.from(await (await registryGet(manifest.dist.tarball)).arrayBuffer()));
+      fs.writeFileSync(tgz, (await http('GET', manifest.dist.tarball)).body);
       const unpacked = path.join(work, 'unpacked', name);
       fs.mkdirSync(unpacked, { recursive: true });
       run('tar', ['-xzf', tgz, '-C', unpacked], { cwd: work });
@@ -512,6 +558,22 @@ describe('a release through a real registry', { concurrent: false }, () => {
     }
   });
 
+  it('a global pnpm install of hermes-fs, approved as the README says, runs the matrix', () => {
+    const pnpmHome = path.join(work, 'pnpm-home');
+    fs.mkdirSync(pnpmHome);
+    const env = {
+      PNPM_HOME: pnpmHome,
+      PATH: `${pnpmHome}${path.delimiter}${cleanEnv().PATH ?? ''}`,
+      npm_config_registry: registryUrl,
+      npm_config_cache_dir: path.join(work, 'pnpm-cache'),
+    };
+    run('pnpm', ['add', '-g', '--reporter=append-only', '--allow-build=better-sqlite3', 'hermes-fs'], { cwd: work, env });
+    const bin = path.join(pnpmHome, 'hermes-fs');
+    expect(run(bin, ['--version'], { cwd: work, env }).stdout.trim()).toBe(VERSION);
+    const globalPackage = path.join(run('pnpm', ['root', '-g'], { cwd: work, env }).stdout.trim(), 'hermes-fs');
+    expectMatrix(run(bin, ['matrix', '--json'], { cwd: work, env }).stdout, path.join(globalPackage, 'schema', 'matrix.schema.json'));
+  });
+
   for (const kind of ['npm', 'pnpm'] as const) {
     describe(`the ${kind} project`, () => {
       it('imports every package from ESM and require()s it from CommonJS', () => {
@@ -547,33 +609,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
         const project = projects[kind];
         expect(run('npx', ['--no-install', 'hermes-fs', '--version'], { cwd: project }).stdout.trim()).toBe(VERSION);
         const out = run('npx', ['--no-install', 'hermes-fs', 'matrix', '--json'], { cwd: project }).stdout;
-        const report = JSON.parse(out) as {
-          ok: boolean;
-          cells: { scenario: keyof typeof MATRIX_TABLE; cell: string; expected: string; measured: string; ok: boolean }[];
-          crossUid: { ran: boolean; rows: { scenario: string; expected: string; outcome: string; ok: boolean }[] };
-          summary: unknown;
-        };
-        const schemaFile = path.join(project, 'node_modules', 'hermes-fs', 'schema', 'matrix.schema.json');
-        const validate = new Ajv({ allErrors: true, strict: false }).compile(readJson(schemaFile) as object);
-        expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
-
-        const measured = Object.fromEntries(report.cells.map((c) => [`${c.scenario} ${c.cell}`, c.measured]));
-        const expected = Object.fromEntries(
-          Object.entries(MATRIX_TABLE).flatMap(([scenario, modes]) => MATRIX_CELLS.map((cell, i) => [`${scenario} ${cell}`, modes[i]])),
-        );
-        expect(measured).toEqual(expected);
-        expect(report.cells).toHaveLength(50);
-        expect(report.ok).toBe(true);
-        if (process.getuid?.() === 0) {
-          expect(report.crossUid.ran).toBe(true);
-          expect(report.crossUid.rows.map((r) => [r.scenario, r.outcome, r.ok])).toEqual([
-            ['S3', 'written', true],
-            ['S1', 'failure reported', true],
-          ]);
-          expect(report.summary).toEqual({ cells: 50, passed: 50, failed: 0, crossUidFailed: 0 });
-        } else {
-          expect(report.crossUid.ran).toBe(false);
-        }
+        expectMatrix(out, path.join(project, 'node_modules', 'hermes-fs', 'schema', 'matrix.schema.json'));
       });
 
       it('holds one @hermes/fs-policy: errors and the logger cross package boundaries', () => {
@@ -643,6 +679,6 @@ describe('a release through a real registry', { concurrent: false }, () => {
 
   it('the registry stops with the test', async () => {
     await stopRegistry();
-    await expect(fetch(`${registryUrl}-/ping`)).rejects.toThrow();
+    await expect(http('GET', `${registryUrl}-/ping`)).rejects.toThrow(/ECONNREFUSED/);
   });
 });
