@@ -38,7 +38,7 @@ const NAMES = PUBLISHED.map(([name]) => name);
 const INTERNAL_DEPENDENCIES: Readonly<Record<string, readonly string[]>> = {
   '@hermes/fs-policy': [],
   '@hermes/redact': [],
-  '@hermes/config': [],
+  '@hermes/config': ['@hermes/fs-policy'],
   '@hermes/session-db': ['@hermes/fs-policy'],
   '@hermes/gateway': ['@hermes/fs-policy'],
   '@hermes/cli': ['@hermes/fs-policy', '@hermes/redact'],
@@ -561,8 +561,12 @@ describe('a release through a real registry', { concurrent: false }, () => {
   it('a global pnpm install of hermes-fs, approved as the README says, runs the matrix', () => {
     const pnpmHome = path.join(work, 'pnpm-home');
     fs.mkdirSync(pnpmHome);
+    // The machine's store, as a user's global install would use (PNPM_HOME alone would move it under pnpmHome).
+    const storePath = run('pnpm', ['store', 'path'], { cwd: work }).stdout.trim(); // <store-dir>/v10
+    const store = /^v\d+$/.test(path.basename(storePath)) ? path.dirname(storePath) : storePath;
     const env = {
       PNPM_HOME: pnpmHome,
+      npm_config_store_dir: store,
       PATH: `${pnpmHome}${path.delimiter}${cleanEnv().PATH ?? ''}`,
       npm_config_registry: registryUrl,
       npm_config_cache_dir: path.join(work, 'pnpm-cache'),
@@ -619,7 +623,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
         const probe = JSON.parse(run(process.execPath, ['instance-probe.mjs'], { cwd: project }).stdout) as ProbeResult;
         const copies = new Set(Object.values(probe.resolved));
         expect(Object.keys(probe.resolved).sort()).toEqual(
-          ['app', '@hermes/cli', '@hermes/gateway', '@hermes/moa-trace', '@hermes/session-db', '@hermes/trajectory', 'hermes-fs'].sort(),
+          ['app', '@hermes/cli', '@hermes/config', '@hermes/gateway', '@hermes/moa-trace', '@hermes/session-db', '@hermes/trajectory', 'hermes-fs'].sort(),
         );
         expect(copies.size, JSON.stringify(probe.resolved, null, 2)).toBe(1);
         expect(probe.error).toEqual({ name: 'FsPolicyError', code: 'ENOTDIR', instanceOfAppFsPolicyError: true });
