@@ -3,6 +3,11 @@
 // one "failed: …" line per failure that names it. Exits 1 when anything failed or no test ran, 2 on bad usage.
 //
 //   vitest-summary.mjs <report.json> [--verdict <file>] [--config <vitest.config.ts>] [--exit-code <n>]
+//                      [--also <report.json> [--also-exit-code <n>]]...
+//
+// --also adds a separate vitest run (e.g. the release test, which has its own config): its report and the
+// verdict next to it are read the same way (no project globs: a single-config run), its failures are listed
+// and its counts added to the one summary line.
 //
 // Sources, each read because the others miss something (see docs/testing.md):
 // - the JSON report (vitest's `json` reporter): per-test results and `success`. A file that failed outside
@@ -194,7 +199,7 @@ function readJson(file, what) {
 }
 
 function parseArgs(argv) {
-  const opts = { report: undefined, verdict: undefined, config: join(REPO_ROOT, 'vitest.config.ts'), exitCode: undefined };
+  const opts = { report: undefined, verdict: undefined, config: join(REPO_ROOT, 'vitest.config.ts'), exitCode: undefined, also: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -204,7 +209,14 @@ function parseArgs(argv) {
     };
     if (a === '--verdict') opts.verdict = value();
     else if (a === '--config') opts.config = value();
-    else if (a === '--exit-code') {
+    else if (a === '--also') opts.also.push({ report: value(), exitCode: undefined });
+    else if (a === '--also-exit-code') {
+      const v = value();
+      const last = opts.also.at(-1);
+      if (last === undefined) throw new Error('--also-exit-code follows an --also <report.json>');
+      if (!/^\d+$/.test(v)) throw new Error(`--also-exit-code takes a number, not ${v}`);
+      last.exitCode = Number(v);
+    } else if (a === '--exit-code') {
       const v = value();
       if (!/^\d+$/.test(v)) throw new Error(`--exit-code takes a number, not ${v}`);
       opts.exitCode = Number(v);
@@ -223,7 +235,7 @@ function main() {
     opts = parseArgs(process.argv.slice(2));
   } catch (err) {
     console.error(`vitest-summary: ${err instanceof Error ? err.message : String(err)}`);
-    console.error('usage: vitest-summary.mjs <report.json> [--verdict <file>] [--config <vitest.config.ts>] [--exit-code <n>]');
+    console.error('usage: vitest-summary.mjs <report.json> [--verdict <file>] [--config <vitest.config.ts>] [--exit-code <n>] [--also <report.json> [--also-exit-code <n>]]...');
     process.exit(2);
   }
   let projects;
@@ -239,8 +251,23 @@ function main() {
     root: dirname(resolve(opts.config)),
     exitCode: opts.exitCode,
   });
-  for (const line of result.lines) console.log(line);
-  process.exit(result.exitCode);
+  const runs = [result];
+  for (const also of opts.also) {
+    runs.push(
+      summarize({
+        report: readJson(also.report, 'the test report'),
+        verdict: readJson(verdictPathFor(also.report), 'the verdict'),
+        projects: [],
+        root: dirname(resolve(opts.config)),
+        exitCode: also.exitCode,
+      }),
+    );
+  }
+  // Every run's "failed: …" lines, then one summary line over all runs.
+  for (const run of runs) for (const line of run.lines.slice(0, -1)) console.log(line);
+  const total = (key) => runs.reduce((n, run) => n + run[key], 0);
+  console.log(`${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped`);
+  process.exit(runs.some((run) => run.exitCode !== 0) ? 1 : 0);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

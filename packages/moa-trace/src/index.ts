@@ -34,4 +34,4 @@ export {
 export { MAX_STEM_LENGTH, UNKNOWN_SESSION, sanitizeSessionId, traceFileName } from './session.js';
 export { DEFAULT_TRACE_DIR, expandVars, resolveTraceDir } from './dir.js';
 export { MoaTraceConfigError, type MoaTraceConfigCode } from './errors.js';
-export { moaTraceSettingsFromConfig } from './config.js';
+export { moaTraceSettingsFromConfig, type MoaConfigSource } from './config.js';

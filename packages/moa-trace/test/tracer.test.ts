@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { parseConfig } from '@hermes/config';
 import { FsPolicyError, loadEnvironment, type FsPolicyLogger, type LogFields } from '@hermes/fs-policy';
 import { tempRoot } from '@hermes/test-utils';
 import { describe, expect, it } from 'vitest';
@@ -125,6 +126,13 @@ describe('enable gate and directory', () => {
     expect(
       moaTraceSettingsFromConfig({ moa: { saveTraces: true, traceDir: '~/audit', privacyFilter: 'display' } }),
     ).toEqual({ saveTraces: true, traceDir: '~/audit', privacyFilter: 'display' });
+  });
+
+  it('takes what @hermes/config loads, without depending on it (a structural type)', () => {
+    // @hermes/config is only a dev dependency: this call typechecks only while its HermesConfig stays
+    // assignable to MoaConfigSource, and shows the coerced values arriving unchanged.
+    const { config } = parseConfig('moa:\n  save_traces: "yes"\n  trace_dir: ~/audit\n  privacy_filter: full\n', 'config.yaml');
+    expect(moaTraceSettingsFromConfig(config)).toEqual({ saveTraces: true, traceDir: '~/audit', privacyFilter: 'full' });
   });
 });
 
