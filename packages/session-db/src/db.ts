@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { ensureFileSync, type HermesEnvironment, loadEnvironment } from '@hermes/fs-policy';
-import { isRowRejection, SessionDbError } from './errors.js';
+import { databaseError, isRowRejection, SessionDbError } from './errors.js';
 import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
 import {
   coerceEpoch,
@@ -14,6 +14,7 @@ import {
   optionalJsonObject,
   optionalText,
   parseJsonColumn,
+  requiredEpoch,
   requiredText,
 } from './values.js';
 
@@ -73,7 +74,7 @@ export interface CreateSessionInput {
   parentSessionId?: string | null;
   title?: string | null;
   cwd?: string | null;
-  /** Epoch seconds; now when omitted or implausible. */
+  /** Epoch seconds; now when omitted. Anything else but epoch seconds fails with `EINVALID_ROW`. */
   startedAt?: number;
 }
 
@@ -82,7 +83,10 @@ export interface AppendMessageInput {
   role: string;
   /** A string, null, or structured (list/object) content stored as JSON behind the reference's prefix. */
   content?: string | readonly unknown[] | Readonly<Record<string, unknown>> | null;
-  /** Epoch seconds; now when omitted or implausible (the reference's `coerce_epoch`). */
+  /**
+   * Epoch seconds; now when omitted. A value that is not epoch seconds (milliseconds, NaN, a string) fails
+   * with `EINVALID_ROW` instead of being replaced silently.
+   */
   timestamp?: number;
   toolCallId?: string | null;
   /** A list of tool calls (stored as JSON) or a JSON string of one; counts towards `tool_call_count`. */
@@ -267,13 +271,18 @@ function messageOf(err: unknown): string {
 
 type LooseMessage = { readonly [K in keyof AppendMessageInput]?: unknown };
 
-function normaliseMessage(input: LooseMessage): NormalisedMessage {
+/**
+ * Validates and encodes one message. `timestamps: 'strict'` (a caller's own value) refuses anything but epoch
+ * seconds; `'coerce'` (a value read from a spool file) replaces an implausible one with now, as the
+ * reference's `coerce_epoch` does, so a file is never rejected for its timestamp alone.
+ */
+function normaliseMessage(input: LooseMessage, timestamps: 'strict' | 'coerce'): NormalisedMessage {
   const toolCalls = encodeToolCalls(input.toolCalls);
   return {
     sessionId: requiredText('session_id', input.sessionId),
     role: requiredText('role', input.role),
     content: encodeContent(input.content),
-    timestamp: coerceEpoch(input.timestamp),
+    timestamp: timestamps === 'strict' ? requiredEpoch('timestamp', input.timestamp) : coerceEpoch(input.timestamp),
     toolCallId: optionalText('tool_call_id', input.toolCallId),
     toolCalls: toolCalls.text,
     toolCallCount: toolCalls.count,
@@ -360,7 +369,7 @@ export class SessionDb {
       optionalText('model', input.model),
       optionalJsonObject('model_config', input.modelConfig),
       optionalText('parent_session_id', input.parentSessionId),
-      coerceEpoch(input.startedAt),
+      requiredEpoch('started_at', input.startedAt),
       optionalText('title', input.title),
       optionalText('cwd', input.cwd),
     ];
@@ -375,7 +384,7 @@ export class SessionDb {
       if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw new SessionDbError({ code: 'ESESSION_EXISTS', path: this.path, message: `session ${id} already exists`, cause: err });
       }
-      throw err;
+      throw databaseError(err, this.path, `creating session ${id} in ${this.path} failed`);
     }
     return id;
   }
@@ -383,12 +392,13 @@ export class SessionDb {
   /** Marks a session ended (`ended_at`, `end_reason`). Returns false when no such session exists. */
   endSession(id: string, reason: string, endedAt?: number): boolean {
     this.#writable();
-    const info = this.#stmt('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?').run(
-      coerceEpoch(endedAt),
-      requiredText('end_reason', reason),
-      id,
-    );
-    return info.changes > 0;
+    const endedAtValue = requiredEpoch('ended_at', endedAt);
+    const reasonValue = requiredText('end_reason', reason);
+    try {
+      return this.#stmt('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?').run(endedAtValue, reasonValue, id).changes > 0;
+    } catch (err) {
+      throw databaseError(err, this.path, `ending session ${id} in ${this.path} failed`);
+    }
   }
 
   getSession(id: string): SessionRow | undefined {
@@ -432,19 +442,23 @@ export class SessionDb {
    */
   appendMessage(input: AppendMessageInput): number {
     this.#writable();
-    const m = normaliseMessage(input);
-    return this.#db
-      .transaction(() => {
-        if (!this.#sessionExists(m.sessionId)) {
-          throw new SessionDbError({
-            code: 'ESESSION_MISSING',
-            path: this.path,
-            message: `session ${m.sessionId} does not exist in ${this.path}`,
-          });
-        }
-        return this.#insert(m);
-      })
-      .immediate();
+    const m = normaliseMessage(input, 'strict');
+    try {
+      return this.#db
+        .transaction(() => {
+          if (!this.#sessionExists(m.sessionId)) {
+            throw new SessionDbError({
+              code: 'ESESSION_MISSING',
+              path: this.path,
+              message: `session ${m.sessionId} does not exist in ${this.path}`,
+            });
+          }
+          return this.#insert(m);
+        })
+        .immediate();
+    } catch (err) {
+      throw databaseError(err, this.path, `appending a message to session ${m.sessionId} in ${this.path} failed`);
+    }
   }
 
   /** The session and its active messages (ordered by timestamp, then id) in the `/save` JSON shape. */
@@ -556,11 +570,40 @@ export class SessionDb {
     this.#writable();
     const insertedAt = nowSeconds();
     try {
-      return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, false)).immediate();
+      try {
+        return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, false)).immediate();
+      } catch (err) {
+        if (!(err instanceof ReplayWithSavepoints)) throw err;
+      }
+      return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, true)).immediate();
     } catch (err) {
-      if (!(err instanceof ReplayWithSavepoints)) throw err;
+      throw databaseError(err, this.path, `committing ${String(entries.length)} recovered spool file(s) to ${this.path} failed`);
     }
-    return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, true)).immediate();
+  }
+
+  /**
+   * Makes every committed transaction durable in the main database file, not only in the WAL:
+   * `PRAGMA wal_checkpoint(TRUNCATE)` copies the WAL's frames into `state.db`, fsyncs it (`synchronous =
+   * FULL`) and truncates the WAL. Recovery calls it after each batch's commit and before it removes the batch's
+   * spool files, so a WAL that is lost afterwards (deleted by a tool, or a crash after someone removed it)
+   * cannot take recovered messages with it. `complete` is false when another connection kept the checkpoint
+   * from copying every frame (a reader on an old snapshot, a writer holding the lock past the busy timeout);
+   * the caller must then keep the files (their receipts make the next pass remove them without inserting
+   * anything). A database not in WAL mode has nothing to checkpoint: complete. Throws a SessionDbError for a
+   * failure of the database itself.
+   */
+  checkpoint(): { readonly complete: boolean; readonly busy: boolean; readonly walFrames: number; readonly checkpointed: number } {
+    this.#writable();
+    let row: { busy: number; log: number; checkpointed: number } | undefined;
+    try {
+      row = (this.#db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[])[0];
+    } catch (err) {
+      throw databaseError(err, this.path, `checkpoint of ${this.path} failed`);
+    }
+    const busy = (row?.busy ?? 0) !== 0;
+    const log = row?.log ?? -1;
+    const checkpointed = row?.checkpointed ?? -1;
+    return { complete: !busy && checkpointed >= log, busy, walFrames: log, checkpointed };
   }
 
   #commitBatch(entries: readonly RecoveryEntry[], insertedAt: number, savepoints: boolean): RecoveryOutcome[] {
@@ -586,7 +629,7 @@ export class SessionDb {
     const one = (entry: RecoveryEntry): RecoveryOutcome => {
       let rows: NormalisedMessage[];
       try {
-        rows = entry.rows.map((r) => normaliseMessage(r));
+        rows = entry.rows.map((r) => normaliseMessage(r, 'coerce'));
       } catch (err) {
         if (!isRowRejection(err)) throw err;
         return duplicateOr(entry, { receiptId: entry.receiptId, status: 'rejected', error: messageOf(err) });
@@ -663,7 +706,12 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
   if (!readonly) {
     ensureFileSync(file, { kind: 'state-db', env });
   }
-  const db = new Database(file, { readonly, fileMustExist: readonly, timeout });
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly, fileMustExist: readonly, timeout });
+  } catch (err) {
+    throw databaseError(err, file, `cannot open ${file}`);
+  }
   try {
     const found = readSchemaVersion(db);
     if (found > SCHEMA_VERSION) throw newerSchemaError(found, file);
@@ -677,6 +725,6 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
     return new SessionDb(db, file, readonly, version);
   } catch (err) {
     db.close();
-    throw err;
+    throw databaseError(err, file, `cannot prepare ${file}`);
   }
 }

@@ -1,7 +1,10 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
 /**
- * Codes raised by @hermes/session-db itself. SQLite failures keep their own `SQLITE_*` code (better-sqlite3's
- * `SqliteError`); file-system failures while preparing the database file are @hermes/fs-policy's
- * `FsPolicyError` and pass through unchanged.
+ * Codes raised by @hermes/session-db itself, plus the SQLite result codes (`SQLITE_READONLY`,
+ * `SQLITE_CANTOPEN`, `SQLITE_BUSY`, `SQLITE_FULL`, …) of a database failure, which keep their name. File-system
+ * failures while preparing the database file are @hermes/fs-policy's `FsPolicyError` and pass through unchanged.
  */
 export type SessionDbCode =
   /** The database records a schema version newer than this code knows; nothing was changed. */
@@ -17,26 +20,103 @@ export type SessionDbCode =
   /** A value cannot be stored in the column it is meant for (wrong type, empty role, bad JSON, …). */
   | 'EINVALID_ROW'
   /** The handle was closed. */
-  | 'ECLOSED';
+  | 'ECLOSED'
+  /** A failure of the database itself (open, write, checkpoint): SQLite's extended result code. */
+  | `SQLITE_${string}`;
 
 export interface SessionDbErrorInit {
   code: SessionDbCode;
   message: string;
   /** The database file the error concerns. */
   path?: string;
+  /** The fix, in one line; derived from the code when omitted. */
+  hint?: string;
   cause?: unknown;
 }
 
-/** The error type of @hermes/session-db: a stable `code`, the database `path`, and the underlying `cause`. */
+function euid(): number {
+  return typeof process.geteuid === 'function' ? process.geteuid() : -1;
+}
+
+function egid(): number {
+  return typeof process.getegid === 'function' ? process.getegid() : -1;
+}
+
+/**
+ * The fix for a database failure, in one line, naming the database file and the uid. `SQLITE_READONLY` and
+ * `SQLITE_CANTOPEN` name state.db (and its `-wal`/`-shm`), never a directory the caller happened to work on.
+ */
+export function sqliteHint(code: string, file: string | undefined, uid: number = euid(), gid: number = egid()): string {
+  const db = file ?? 'state.db';
+  const base = code.startsWith('SQLITE_') ? code.replace(/^(SQLITE_[A-Z]+).*$/, '$1') : code;
+  switch (base) {
+    case 'SQLITE_READONLY':
+    case 'SQLITE_PERM':
+    case 'SQLITE_AUTH':
+      return (
+        `${db} (or its -wal/-shm, or the directory holding them) is not writable by uid ${uid} (gid ${gid}). ` +
+        `On a managed install state.db is group-writable (0660) for the service group: run \`hermes-fs doctor --fix\`. ` +
+        `Otherwise run as the owner of ${db}, or give this uid its own HERMES_HOME.`
+      );
+    case 'SQLITE_CANTOPEN':
+      return (
+        `uid ${uid} (gid ${gid}) cannot open ${db}: the file or the directory holding it is missing or not accessible ` +
+        `(SQLite must also be able to create ${db}-wal and ${db}-shm beside it). Create the Hermes home first, or ` +
+        `make its directory writable for this uid (managed install: \`hermes-fs doctor --fix\`).`
+      );
+    case 'SQLITE_BUSY':
+    case 'SQLITE_LOCKED':
+      return `another process held the write lock of ${db} longer than the busy timeout; retry, and if it persists find the process that keeps ${db} locked.`;
+    case 'SQLITE_FULL':
+      return `the filesystem holding ${db} is full (or over quota); free space and retry. Nothing of the failed transaction was written.`;
+    case 'SQLITE_IOERR':
+      return `the disk or filesystem holding ${db} reported an I/O error; check the device (dmesg) and retry.`;
+    case 'SQLITE_CORRUPT':
+    case 'SQLITE_NOTADB':
+      return `${db} is damaged; nothing was changed. Keep the spool (pending_messages/) and restore or repair ${db} (e.g. \`sqlite3 ${db} .recover\`).`;
+    case 'ESCHEMA_NEWER':
+      return `upgrade @hermes/session-db; ${db} was left unchanged.`;
+    case 'EREADONLY':
+      return `open ${db} without \`readonly: true\` to write to it.`;
+    case 'ESCHEMA_INCOMPATIBLE':
+      return `${db} is not a Hermes session database; point HERMES_HOME (or \`path\`) at the right file.`;
+    case 'EINVALID_ROW':
+      return `pass a value of the column's type (timestamps are epoch seconds); nothing was written.`;
+    case 'ESESSION_MISSING':
+      return `create the session first (createSession), or pass the id of an existing one; nothing was written.`;
+    case 'ESESSION_EXISTS':
+      return `choose another session id, or omit it to get a random one.`;
+    case 'ECLOSED':
+      return `open the database again (openSessionDb) before using it.`;
+    default:
+      return `see the SQLite error above for ${db}; retry once the cause is fixed.`;
+  }
+}
+
+/**
+ * The error type of @hermes/session-db: a stable `code`, the database `path`, the uid/gid the process ran as,
+ * a one-line `hint` (the fix) and the underlying `cause`.
+ */
 export class SessionDbError extends Error {
   override readonly name = 'SessionDbError';
   readonly code: SessionDbCode;
   readonly path: string | undefined;
+  readonly uid: number;
+  readonly gid: number;
+  readonly hint: string;
 
   constructor(init: SessionDbErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.code = init.code;
     this.path = init.path;
+    this.uid = euid();
+    this.gid = egid();
+    this.hint = init.hint ?? sqliteHint(init.code, init.path, this.uid, this.gid);
+  }
+
+  /** The whole story in one line: the code and the file first, then what happened, as whom, and the fix. */
+  toLine(): string {
+    return `${this.code} at ${this.path ?? 'the session database'} (uid ${this.uid}): ${this.message} — fix: ${this.hint}`;
   }
 }
 
@@ -47,4 +127,29 @@ export function isRowRejection(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return false;
   return code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG';
+}
+
+/** `; state.db is owned by uid 0 gid 0, mode 0600` (or that it is missing): what an access failure turns on. */
+function fileFacts(file: string): string {
+  try {
+    const st = fs.statSync(file);
+    return `; ${path.basename(file)} is owned by uid ${String(st.uid)} gid ${String(st.gid)}, mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}`;
+  } catch (err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return `; ${path.basename(file)} cannot be examined (${typeof code === 'string' ? code : 'unknown error'})`;
+  }
+}
+
+/**
+ * A database failure (an error that is not one bad row) as a {@link SessionDbError} that keeps SQLite's code
+ * and names the database file, the uid and the fix. A SessionDbError, a row rejection and anything without a
+ * `SQLITE_*` code are returned unchanged.
+ */
+export function databaseError(err: unknown, file: string, what: string): unknown {
+  if (err instanceof SessionDbError || isRowRejection(err)) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return err;
+  let detail = err instanceof Error ? err.message : String(err);
+  if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code)) detail += fileFacts(file);
+  return new SessionDbError({ code: code as SessionDbCode, path: file, message: `${what}: ${detail}`, cause: err });
 }

@@ -17,7 +17,7 @@ export {
   type SessionRow,
   type SessionSummary,
 } from './db.js';
-export { SessionDbError, isRowRejection, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
+export { SessionDbError, databaseError, isRowRejection, sqliteHint, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
 export {
   MESSAGE_COLUMNS,
   MIGRATIONS,
@@ -26,7 +26,19 @@ export {
   SCHEMA_TABLE,
   SCHEMA_VERSION,
   SESSION_COLUMNS,
+  SESSION_KEY_INDEX_SQL,
+  ensureSessionKeyIndex,
   type ColumnSpec,
   type Migration,
 } from './schema.js';
-export { CONTENT_JSON_PREFIX, EPOCH_MAX, EPOCH_MIN, coerceEpoch, decodeContent } from './values.js';
+export {
+  CONTENT_JSON_PREFIX,
+  CONTENT_JSON_PREFIXES,
+  EPOCH_MAX,
+  EPOCH_MIN,
+  coerceEpoch,
+  decodeContent,
+  encodeContent,
+  epochProblem,
+  isEpochSeconds,
+} from './values.js';

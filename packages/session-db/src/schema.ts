@@ -138,7 +138,48 @@ export const MIGRATIONS: readonly Migration[] = [
       db.exec(createTableSql('recovery_receipts', RECEIPT_COLUMNS));
     },
   },
+  {
+    version: 3,
+    description: "idx_sessions_session_key on (session_key, started_at DESC), the reference's definition",
+    up(db) {
+      ensureSessionKeyIndex(db);
+    },
+  },
 ];
+
+/** The reference's definition of `idx_sessions_session_key` (both sides create it `IF NOT EXISTS`). */
+export const SESSION_KEY_INDEX_SQL = 'CREATE INDEX IF NOT EXISTS idx_sessions_session_key ON sessions(session_key, started_at DESC)';
+
+interface IndexColumn {
+  readonly name: string | null;
+  readonly desc: number;
+  readonly key: number;
+}
+
+/**
+ * Makes `idx_sessions_session_key` the reference's `(session_key, started_at DESC)` index. A database created
+ * by an earlier version of this package carries the same name on `(session_key)` alone; since both sides
+ * create it `IF NOT EXISTS`, the reference would never replace it, so it is dropped and created again here.
+ * An index that already has the reference's key columns is left alone.
+ */
+export function ensureSessionKeyIndex(db: Db): void {
+  const row = db
+    .prepare("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'idx_sessions_session_key'")
+    .get() as { tbl_name: string } | undefined;
+  if (row !== undefined) {
+    const keys = (db.prepare('PRAGMA index_xinfo(idx_sessions_session_key)').all() as IndexColumn[]).filter((c) => c.key === 1);
+    const matches =
+      row.tbl_name === 'sessions' &&
+      keys.length === 2 &&
+      keys[0]?.name === 'session_key' &&
+      keys[0].desc === 0 &&
+      keys[1]?.name === 'started_at' &&
+      keys[1].desc === 1;
+    if (matches) return;
+    db.exec('DROP INDEX idx_sessions_session_key');
+  }
+  db.exec(SESSION_KEY_INDEX_SQL);
+}
 
 /** The schema version this code writes and understands. */
 export const SCHEMA_VERSION: number = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -7,12 +7,12 @@ import { SessionDbError } from './errors.js';
  * and reads both.
  */
 export const CONTENT_JSON_PREFIX = '\u0000json:';
-const CONTENT_JSON_PREFIXES = ['\u0000json:', '\u0001json:'] as const;
+/** Every prefix a reader treats as "JSON follows" (the reference's SQLite and later PostgreSQL spellings). */
+export const CONTENT_JSON_PREFIXES: readonly string[] = ['\u0000json:', '\u0001json:'];
 
 /**
- * Timestamps outside this window (2000-01-01 … 2100-01-01, epoch seconds), non-numbers and non-finite values
- * are replaced by "now", as the reference's `coerce_epoch` does. Milliseconds passed by mistake fall outside
- * the window too.
+ * Timestamps are epoch seconds within this window (2000-01-01 … 2100-01-01). Milliseconds passed by mistake
+ * fall outside it (1.7e12 > 4.1e9).
  */
 export const EPOCH_MIN = 946_684_800;
 export const EPOCH_MAX = 4_102_444_800;
@@ -21,11 +21,42 @@ export function nowSeconds(): number {
   return Date.now() / 1000;
 }
 
-/** The timestamp to store: `value` when it is a plausible epoch in seconds, else now. */
+/** True for a finite number of epoch seconds inside {@link EPOCH_MIN} … {@link EPOCH_MAX}. */
+export function isEpochSeconds(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= EPOCH_MIN && value <= EPOCH_MAX;
+}
+
+/**
+ * Why `value` is not epoch seconds, in words an operator understands ("1700000000000 looks like epoch
+ * milliseconds; pass seconds (1700000000)"), or undefined when it is.
+ */
+export function epochProblem(value: unknown): string | undefined {
+  if (isEpochSeconds(value)) return undefined;
+  if (typeof value !== 'number') return `expected epoch seconds (a number), got ${value === null ? 'null' : typeof value}`;
+  if (!Number.isFinite(value)) return `expected epoch seconds, got ${String(value)}`;
+  if (isEpochSeconds(value / 1000)) return `${String(value)} looks like epoch milliseconds; pass seconds (${String(value / 1000)})`;
+  if (isEpochSeconds(value / 1_000_000)) return `${String(value)} looks like epoch microseconds; pass seconds (${String(value / 1_000_000)})`;
+  return `${String(value)} is not epoch seconds between 2000-01-01 and 2100-01-01`;
+}
+
+/**
+ * The timestamp to store for a value that comes from a file (recovery): `value` when it is a plausible epoch
+ * in seconds, else now — the reference's `coerce_epoch`. Values a caller passes explicitly go through
+ * {@link requiredEpoch} instead, which refuses them.
+ */
 export function coerceEpoch(value: unknown, now: number = nowSeconds()): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return now;
-  if (value < EPOCH_MIN || value > EPOCH_MAX) return now;
-  return value;
+  return isEpochSeconds(value) ? value : now;
+}
+
+/**
+ * An explicitly passed timestamp: undefined/null means now; anything else must be epoch seconds, or the call
+ * fails with `EINVALID_ROW` (milliseconds are never silently replaced).
+ */
+export function requiredEpoch(column: string, value: unknown, now: number = nowSeconds()): number {
+  if (value === undefined || value === null) return now;
+  const problem = epochProblem(value);
+  if (problem !== undefined) throw invalid(column, problem);
+  return value as number;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
@@ -57,15 +88,35 @@ function toJsonText(column: string, value: unknown): string {
   return scrubSurrogates(text);
 }
 
-/** `content`: a string (stored as is, surrogates scrubbed), null, or a list/object (JSON behind the prefix). */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * `content`, so that {@link decodeContent} gives back exactly what was stored, for every value:
+ * - a string is stored as it is — unless a reader would take it for structure (it starts with one of
+ *   {@link CONTENT_JSON_PREFIXES}) or SQLite cannot hold it as UTF-8 (it has an unpaired surrogate); such a
+ *   string is stored as a JSON string literal behind the prefix (`"\x00json:" + JSON.stringify(text)`), the
+ *   reference's own escape for its PostgreSQL store, which its readers decode back to the same string;
+ * - a list or an object is stored as JSON behind the prefix;
+ * - null/undefined is NULL.
+ */
 export function encodeContent(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value === 'string') return scrubSurrogates(value);
+  if (typeof value === 'string') {
+    if (CONTENT_JSON_PREFIXES.some((p) => value.startsWith(p)) || UNPAIRED_SURROGATE.test(value)) {
+      // JSON.stringify escapes unpaired surrogates as \uXXXX, so the stored text is valid UTF-8.
+      return CONTENT_JSON_PREFIX + JSON.stringify(value);
+    }
+    return value;
+  }
   if (Array.isArray(value) || isPlainObject(value)) return CONTENT_JSON_PREFIX + toJsonText('content', value);
   throw invalid('content', `expected a string, a list, an object or null, got ${typeof value}`);
 }
 
-/** The inverse of {@link encodeContent}: structured content comes back as the list/object it was. */
+/**
+ * The inverse of {@link encodeContent}: structured content comes back as the list/object it was, an escaped
+ * string as the string it was. A prefixed text that is not JSON (a legacy row written raw) comes back as the
+ * text it is.
+ */
 export function decodeContent(stored: unknown): unknown {
   if (typeof stored !== 'string') return stored ?? null;
   for (const prefix of CONTENT_JSON_PREFIXES) {

@@ -81,7 +81,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
     const db = new Database(file, { readonly: true });
     try {
       expect(db.prepare('SELECT component, version FROM hermes_schema').all()).toEqual([
-        { component: 'session-db', version: 2 },
+        { component: 'session-db', version: 3 },
       ]);
       // The reference's own version table is not ours to write.
       expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'schema_version'").all()).toEqual([]);
@@ -145,7 +145,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
       file,
     );
     const db = openSessionDb({ home });
-    expect(db.schemaVersion).toBe(2);
+    expect(db.schemaVersion).toBe(3);
     db.appendMessage({ sessionId: 'ref-1', role: 'assistant', content: 'from node', timestamp: 1700000002 });
     db.close();
     const out = runPython(
@@ -195,7 +195,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
 });
 
 describe('schema: forward-only migrations', () => {
-  it('migrates a version-1 database forward to 2 and keeps its rows', () => {
+  it('migrates a version-1 database forward to 3 and keeps its rows', () => {
     const home = tempDir();
     const file = path.join(home, 'state.db');
     const raw = new Database(file);
@@ -209,7 +209,7 @@ describe('schema: forward-only migrations', () => {
     expect(columns(file, 'recovery_receipts')).toEqual([]);
 
     const db = openSessionDb({ home });
-    expect(db.schemaVersion).toBe(2);
+    expect(db.schemaVersion).toBe(3);
     expect(db.getSession('old')?.source).toBe('cli');
     expect(db.hasReceipt('nothing')).toBe(false);
     db.close();
@@ -245,5 +245,88 @@ describe('schema: forward-only migrations', () => {
     const err = thrown(() => openSessionDb({ home }));
     expect(err).toBeInstanceOf(SessionDbError);
     expect((err as SessionDbError).code).toBe('ESCHEMA_INCOMPATIBLE');
+  });
+
+  it("gives idx_sessions_session_key the reference's (session_key, started_at DESC), also on a database made with the old index", () => {
+    const keyColumns = (file: string): unknown[] => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return (db.prepare('PRAGMA index_xinfo(idx_sessions_session_key)').all() as { name: string | null; desc: number; key: number }[])
+          .filter((c) => c.key === 1)
+          .map((c) => [c.name, c.desc]);
+      } finally {
+        db.close();
+      }
+    };
+    // A fresh database.
+    const fresh = tempDir();
+    openSessionDb({ home: fresh }).close();
+    expect(keyColumns(path.join(fresh, 'state.db'))).toEqual([
+      ['session_key', 0],
+      ['started_at', 1],
+    ]);
+
+    // A database an earlier version made: schema version 2 with the index on (session_key) alone.
+    const home = tempDir();
+    const file = path.join(home, 'state.db');
+    const raw = new Database(file);
+    for (const step of MIGRATIONS.slice(0, 2)) step.up(raw);
+    raw.exec('CREATE TABLE hermes_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL, updated_at REAL NOT NULL)');
+    raw.prepare("INSERT INTO hermes_schema VALUES ('session-db', 2, 0)").run();
+    raw.close();
+    expect(keyColumns(file)).toEqual([['session_key', 0]]);
+    const db = openSessionDb({ home });
+    expect(db.schemaVersion).toBe(3);
+    db.close();
+    expect(keyColumns(file)).toEqual([
+      ['session_key', 0],
+      ['started_at', 1],
+    ]);
+  });
+
+  itNeeds(['python3'], "the reference's IF NOT EXISTS index statement finds its own definition in a database made here", () => {
+    const home = tempDir();
+    const file = path.join(home, 'state.db');
+    openSessionDb({ home }).close();
+    const before = schemaDump(file);
+    const out = runPython(
+      [
+        'import json, sqlite3, sys',
+        'c = sqlite3.connect(sys.argv[1])',
+        'c.execute("CREATE INDEX IF NOT EXISTS idx_sessions_session_key ON sessions(session_key, started_at DESC)")',
+        'c.commit()',
+        'plan = c.execute("EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE session_key = ? ORDER BY started_at DESC", ("k",)).fetchall()',
+        'print(json.dumps([r[3] for r in plan]))',
+      ].join('\n'),
+      file,
+    );
+    expect(schemaDump(file)).toEqual(before);
+    expect(JSON.parse(out)).toEqual(['SEARCH sessions USING INDEX idx_sessions_session_key (session_key=?)']);
+  });
+
+  itNeeds(['python3'], "a string that starts with the JSON prefix reads back as that string in the reference's decoder", () => {
+    const home = tempDir();
+    const db = openSessionDb({ home });
+    db.createSession({ id: 's', source: 'cli' });
+    const texts = ['\u0000json:{"a": 1}', '\u0001json:[1]', 'plain', 'a\uD800b'];
+    for (const content of texts) db.appendMessage({ sessionId: 's', role: 'user', content, timestamp: 1700000000 });
+    db.appendMessage({ sessionId: 's', role: 'user', content: [{ type: 'text', text: 't' }], timestamp: 1700000001 });
+    db.close();
+    // The reference's rule, in our words: a value starting with a JSON prefix is json.loads of the rest.
+    const out = runPython(
+      [
+        'import json, sqlite3, sys',
+        'c = sqlite3.connect(sys.argv[1])',
+        'def decode(v):',
+        '    for p in ("\\x00json:", "\\x01json:"):',
+        '        if isinstance(v, str) and v.startswith(p):',
+        '            return json.loads(v[len(p):])',
+        '    return v',
+        'rows = [decode(r[0]) for r in c.execute("SELECT content FROM messages ORDER BY id")]',
+        'print(json.dumps(rows))',
+      ].join('\n'),
+      path.join(home, 'state.db'),
+    );
+    expect(JSON.parse(out)).toEqual([...texts, [{ type: 'text', text: 't' }]]);
   });
 });

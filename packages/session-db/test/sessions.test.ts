@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -89,19 +90,125 @@ describe('sessions and messages', () => {
     db.close();
   });
 
-  it('replaces an implausible timestamp with now and scrubs lone surrogates', () => {
+  it('refuses a timestamp that is not epoch seconds (milliseconds, NaN, a string) with EINVALID_ROW; omitted is now', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    const cases: [unknown, string][] = [
+      [1700000000000, 'invalid value for timestamp: 1700000000000 looks like epoch milliseconds; pass seconds (1700000000)'],
+      [1700000000000000, 'invalid value for timestamp: 1700000000000000 looks like epoch microseconds; pass seconds (1700000000)'],
+      [Number.NaN, 'invalid value for timestamp: expected epoch seconds, got NaN'],
+      ['1700000000', 'invalid value for timestamp: expected epoch seconds (a number), got string'],
+      [12, 'invalid value for timestamp: 12 is not epoch seconds between 2000-01-01 and 2100-01-01'],
+    ];
+    for (const [timestamp, message] of cases) {
+      const err = thrown(() => db.appendMessage({ sessionId: 's1', role: 'user', content: 'x', timestamp: timestamp as number }));
+      expect(err).toBeInstanceOf(SessionDbError);
+      expect((err as SessionDbError).code).toBe('EINVALID_ROW');
+      expect((err as SessionDbError).message).toBe(message);
+    }
+    expect((thrown(() => db.createSession({ id: 's2', source: 'cli', startedAt: 1700000000000 })) as SessionDbError).message).toBe(
+      'invalid value for started_at: 1700000000000 looks like epoch milliseconds; pass seconds (1700000000)',
+    );
+    expect((thrown(() => db.endSession('s1', 'idle', 1700000000000)) as SessionDbError).code).toBe('EINVALID_ROW');
+    expect(rawRows(file, 'SELECT COUNT(*) FROM messages')).toEqual([[0]]);
+    const before = Date.now() / 1000;
+    db.appendMessage({ sessionId: 's1', role: 'user', content: 'now' });
+    const after = Date.now() / 1000;
+    const [[ts]] = rawRows(file, 'SELECT timestamp FROM messages') as [[number]];
+    expect(ts).toBeGreaterThanOrEqual(before);
+    expect(ts).toBeLessThanOrEqual(after);
+    db.close();
+  });
+
+  it('recovered rows keep the coerce_epoch rule: an implausible timestamp from a file becomes now', () => {
     const { db, file } = fresh();
     db.createSession({ id: 's1', source: 'cli' });
     const before = Date.now() / 1000;
-    db.appendMessage({ sessionId: 's1', role: 'user', content: 'a\uD800b', timestamp: Number.NaN });
-    db.appendMessage({ sessionId: 's1', role: 'user', content: 'ms', timestamp: 1700000000000 });
-    const after = Date.now() / 1000;
-    const rows = rawRows(file, 'SELECT content, timestamp FROM messages ORDER BY id') as [string, number][];
-    expect(rows.map((r) => r[0])).toEqual(['a\uFFFDb', 'ms']);
-    for (const [, ts] of rows) {
-      expect(ts).toBeGreaterThanOrEqual(before);
-      expect(ts).toBeLessThanOrEqual(after);
-    }
+    db.commitRecovered([{ receiptId: 'r', fileName: 'f', rows: [{ sessionId: 's1', role: 'user', content: 'ms', timestamp: 1700000000000 }] }]);
+    const [[ts]] = rawRows(file, 'SELECT timestamp FROM messages') as [[number]];
+    expect(ts).toBeGreaterThanOrEqual(before);
+    expect(ts).toBeLessThan(1700000000000);
+    db.close();
+  });
+
+  it('content round-trips exactly for every string, also one that starts with the JSON prefix', () => {
+    const { db, file } = fresh();
+    db.createSession({ id: 's1', source: 'cli' });
+    const strings = [
+      'plain',
+      '',
+      '{"looks": "like json"}',
+      '\u0000json:{"a":1}',
+      '\u0000json:[{"type":"text","text":"look"}]',
+      '\u0001json:[1,2]',
+      '\u0000json:',
+      '\u0000json:"quoted"',
+      '\u0000json:not json at all',
+      '\u0000jsonX',
+      'a\u0000json:b',
+      'a\uD800b',
+      '\uDC00',
+      'emoji \u{1F600} pair',
+    ];
+    strings.forEach((content, i) => db.appendMessage({ sessionId: 's1', role: 'user', content, timestamp: 1700000000 + i }));
+    db.appendMessage({ sessionId: 's1', role: 'user', content: [{ type: 'text', text: 'structured' }], timestamp: 1700000100 });
+    expect(db.exportSession('s1')?.messages.map((m) => m.content)).toEqual([...strings, [{ type: 'text', text: 'structured' }]]);
+    // What is stored: ordinary strings as they are; the ambiguous ones (and unpaired surrogates, which UTF-8
+    // cannot hold) as a JSON string literal behind the prefix; structure as JSON behind the prefix.
+    expect(rawRows(file, 'SELECT content FROM messages ORDER BY id').map((r) => (r as [string])[0])).toEqual([
+      'plain',
+      '',
+      '{"looks": "like json"}',
+      '\u0000json:"\\u0000json:{\\"a\\":1}"',
+      '\u0000json:"\\u0000json:[{\\"type\\":\\"text\\",\\"text\\":\\"look\\"}]"',
+      '\u0000json:"\\u0001json:[1,2]"',
+      '\u0000json:"\\u0000json:"',
+      '\u0000json:"\\u0000json:\\"quoted\\""',
+      '\u0000json:"\\u0000json:not json at all"',
+      '\u0000jsonX',
+      'a\u0000json:b',
+      '\u0000json:"a\\ud800b"',
+      '\u0000json:"\\udc00"',
+      'emoji \u{1F600} pair',
+      '\u0000json:[{"type":"text","text":"structured"}]',
+    ]);
+    db.close();
+  });
+
+  it('checkpoint() copies the WAL into state.db: rows survive the loss of the -wal file', () => {
+    const home = tempDir();
+    const file = path.join(home, 'state.db');
+    const db = openSessionDb({ home });
+    db.createSession({ id: 's1', source: 'cli', startedAt: 1700000000 });
+    db.commitRecovered([{ receiptId: 'r1', fileName: 'f1', rows: [{ sessionId: 's1', role: 'user', content: 'kept', timestamp: 1700000001 }] }]);
+    expect(db.checkpoint()).toMatchObject({ complete: true, busy: false });
+    // Nothing is left in the WAL: removing it loses nothing.
+    expect(fs.statSync(`${file}-wal`).size).toBe(0);
+    db.commitRecovered([{ receiptId: 'r2', fileName: 'f2', rows: [{ sessionId: 's1', role: 'user', content: 'lost', timestamp: 1700000002 }] }]);
+    // Copy the files as a crash with a deleted WAL would leave them.
+    const copy = path.join(tempDir(), 'copy');
+    fs.mkdirSync(copy);
+    fs.copyFileSync(file, path.join(copy, 'state.db'));
+    db.close();
+    const after = openSessionDb({ home: copy });
+    expect(after.exportSession('s1')?.messages.map((m) => m.content)).toEqual(['kept']);
+    expect(after.hasReceipt('r1')).toBe(true);
+    expect(after.hasReceipt('r2')).toBe(false);
+    after.close();
+  });
+
+  it('checkpoint() reports an incomplete checkpoint while a reader holds an older snapshot', () => {
+    const home = tempDir();
+    const db = openSessionDb({ home, busyTimeoutMs: 50 });
+    db.createSession({ id: 's1', source: 'cli' });
+    const reader = new Database(path.join(home, 'state.db'), { readonly: true });
+    reader.exec('BEGIN');
+    reader.prepare('SELECT COUNT(*) FROM sessions').get();
+    db.commitRecovered([{ receiptId: 'r', fileName: 'f', rows: [{ sessionId: 's1', role: 'user', content: 'x' }] }]);
+    expect(db.checkpoint()).toMatchObject({ complete: false, busy: true });
+    reader.exec('COMMIT');
+    reader.close();
+    expect(db.checkpoint()).toMatchObject({ complete: true, busy: false });
     db.close();
   });
 
@@ -318,7 +425,12 @@ describe('recovery receipts (exactly once)', () => {
     const err = thrown(() =>
       locked.commitRecovered([{ receiptId: 'r', fileName: 'f', rows: [{ sessionId: 's1', role: 'user', content: 'x' }] }]),
     );
-    expect((err as { code?: unknown }).code).toBe('SQLITE_BUSY');
+    expect(err).toBeInstanceOf(SessionDbError);
+    expect((err as SessionDbError).code).toBe('SQLITE_BUSY');
+    expect((err as SessionDbError).path).toBe(path.join(home, 'state.db'));
+    expect((err as SessionDbError).toLine()).toMatch(
+      new RegExp(`^SQLITE_BUSY at ${path.join(home, 'state.db').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(uid \\d+\\): committing 1 recovered spool file\\(s\\) to .* — fix: another process held the write lock`),
+    );
     blocker.exec('ROLLBACK');
     blocker.close();
     expect(locked.hasReceipt('r')).toBe(false);
