@@ -1,34 +1,31 @@
-import {
-  atomicWriteJson,
-  atomicWriteJsonSync,
-  FsPolicyError,
-  fsyncDirectory,
-  fsyncDirectorySync,
-  isErrnoException,
-  secureMkdir,
-  secureMkdirSync,
-  type WriteResult,
-} from '@hermes/fs-policy';
+import { FsPolicyError, serializeJson } from '@hermes/fs-policy';
+import { describeValue, positiveIntegerProblem } from './errors.js';
 import { jsonProblem } from './json.js';
-import { type GatewayLogger, loggerFor } from './log.js';
+import {
+  drainJob,
+  failure,
+  type FlushReport,
+  FlushJob,
+  policyError,
+  register,
+  runJobAsync,
+} from './jobs.js';
+import { loggerFor, type GatewayLogger } from './log.js';
 import {
   AGENT_HISTORY_ISSUE,
   AGENT_HISTORY_REASON,
   CAP_DROP_REASON,
   envelope,
+  epochProblem,
   isRecord,
   type PayloadKind,
   type PendingData,
   type PendingValue,
   type SpoolPayload,
 } from './payload.js';
-import {
-  newPayloadPath,
-  SPOOL_KIND,
-  type SpoolLocation,
-  spoolLocation,
-  type SpoolLocationOptions,
-} from './spool.js';
+import { newPayloadPath, spoolLocation, type SpoolLocationOptions } from './spool.js';
+
+export type { DrainReason, FailedEntry, FlushReport, FlushWarning, SkippedEntry, WrittenEntry } from './jobs.js';
 
 /** Async flushes: payload writes in flight at once (each fsyncs its own file; the fsyncs overlap). */
 export const DEFAULT_CONCURRENCY = 32;
@@ -36,125 +33,15 @@ export const DEFAULT_CONCURRENCY = 32;
 export interface FlushOptions extends SpoolLocationOptions {
   /** `reason` written into pending/overflow payloads (default `shutdown`; adapters use `adapter_shutdown`). */
   reason?: string;
-  /** Where failures are logged (default: the gateway logger, stderr). */
+  /** Where log lines go (default: @hermes/fs-policy's logger, see `setLogger`). */
   logger?: GatewayLogger;
-  /** Async flushes: how many payload writes (and their fsyncs) run at once (default {@link DEFAULT_CONCURRENCY}). */
+  /**
+   * Async flushes: how many payload writes (and their fsyncs) run at once (default {@link DEFAULT_CONCURRENCY}).
+   * Anything but a positive integer (or Infinity) is reported as a warning and the default is used.
+   */
   concurrency?: number;
-  /** The clock, epoch seconds (tests). */
+  /** The clock, epoch seconds (tests). A clock that does not return epoch seconds is reported and not used. */
   now?: () => number;
-}
-
-/** A payload that is on disk: fsynced, renamed into place, and (when `durable`) its directory fsynced. */
-export interface WrittenEntry {
-  readonly path: string;
-  readonly kind: PayloadKind;
-  readonly sessionKey: string | null;
-  readonly bytes: number;
-  /** The file's permission bits (0o600 by policy). */
-  readonly mode: number;
-  readonly ts: number;
-  readonly seq: number;
-}
-
-/**
- * A payload that is NOT on disk, and why: the errno or policy code, the path that failed (often the
- * directory), the uid/gid the process ran as, the fix, and the file it would have been.
- */
-export interface FailedEntry {
-  readonly code: string;
-  readonly path: string;
-  readonly step: string;
-  readonly message: string;
-  readonly uid: number;
-  readonly gid: number;
-  readonly hint: string;
-  /** The whole story in one line (what, where, as whom, the fix), as logged. */
-  readonly line: string;
-  /** The payload file this entry would have been written to. */
-  readonly target: string;
-  readonly kind: PayloadKind | null;
-  readonly sessionKey: string | null;
-}
-
-/** An input that held nothing to write (null/undefined, or no text and no media). */
-export interface SkippedEntry {
-  readonly kind: PayloadKind;
-  readonly sessionKey: string | null;
-  readonly reason: 'empty' | 'no-content';
-}
-
-/** The result of every flush: nothing is thrown and nothing is hidden. */
-export interface FlushReport {
-  readonly dir: string;
-  readonly written: WrittenEntry[];
-  readonly failed: FailedEntry[];
-  readonly skipped: SkippedEntry[];
-  /** False when the final directory fsync failed (the written files are in place but may not survive a power loss). */
-  durable: boolean;
-  elapsedMs: number;
-}
-
-interface Planned {
-  readonly kind: PayloadKind;
-  readonly sessionKey: string | null;
-  readonly path: string;
-  readonly payload: SpoolPayload;
-}
-
-interface Plan {
-  readonly loc: SpoolLocation;
-  readonly planned: Planned[];
-  readonly report: FlushReport;
-  readonly logger: GatewayLogger;
-  readonly started: number;
-}
-
-function policyError(err: unknown, path: string): FsPolicyError {
-  if (err instanceof FsPolicyError) return err;
-  const code = isErrnoException(err) && err.code !== undefined ? err.code : 'EUNEXPECTED';
-  return new FsPolicyError({
-    code,
-    step: 'write',
-    path,
-    message: `writing ${path} failed: ${err instanceof Error ? err.message : String(err)}`,
-    cause: err,
-  });
-}
-
-function failure(err: FsPolicyError, target: string, kind: PayloadKind | null, sessionKey: string | null): FailedEntry {
-  return {
-    code: err.code,
-    path: err.path,
-    step: err.step,
-    message: err.message,
-    uid: err.uid,
-    gid: err.gid,
-    hint: err.hint,
-    line: err.toLine(),
-    target,
-    kind,
-    sessionKey,
-  };
-}
-
-/** Logs each distinct error once (a directory failure shared by many payloads is one line with a count). */
-function logFailures(logger: GatewayLogger, failed: readonly FailedEntry[]): void {
-  const groups = new Map<string, { entry: FailedEntry; count: number }>();
-  for (const f of failed) {
-    const key = `${f.line}\u0000${f.target === f.path ? f.target : ''}`;
-    const g = groups.get(key);
-    if (g === undefined) groups.set(key, { entry: f, count: 1 });
-    else g.count++;
-  }
-  for (const { entry, count } of groups.values()) {
-    logger.error(`${count} pending message(s) NOT written: ${entry.line}`, {
-      path: entry.path,
-      code: entry.code,
-      step: entry.step,
-      uid: entry.uid,
-      gid: entry.gid,
-    });
-  }
 }
 
 function invalidMessage(path: string, detail: string): FsPolicyError {
@@ -167,6 +54,16 @@ function invalidMessage(path: string, detail: string): FsPolicyError {
   });
 }
 
+function invalidInput(path: string, fn: string, expected: string, value: unknown): FsPolicyError {
+  return new FsPolicyError({
+    code: 'EINVALID_INPUT',
+    step: 'serialize',
+    path,
+    message: `${fn} takes ${expected}, got ${describeValue(value)}; nothing was written`,
+    hint: `pass ${expected}.`,
+  });
+}
+
 function serializeError(path: string, problem: string): FsPolicyError {
   return new FsPolicyError({
     code: 'ESERIALIZE',
@@ -176,58 +73,73 @@ function serializeError(path: string, problem: string): FsPolicyError {
   });
 }
 
-function startPlan(options: FlushOptions): Plan {
-  const started = Date.now();
-  const logger = loggerFor(options.logger);
-  const loc = spoolLocation(options);
-  return {
-    loc,
-    planned: [],
-    logger,
-    started,
-    report: { dir: loc.dir, written: [], failed: [], skipped: [], durable: true, elapsedMs: 0 },
-  };
-}
-
 interface Skip {
   readonly skip: 'empty' | 'no-content';
 }
 
-/** Adds a payload to the plan after checking it can be written as JSON without loss. */
-function add(plan: Plan, kind: PayloadKind, sessionKey: string | null, build: (path: string) => SpoolPayload | Skip): void {
-  const target = newPayloadPath(plan.loc.dir);
+interface Planning {
+  readonly job: FlushJob;
+  readonly now: number;
+  readonly reason: string;
+}
+
+/** Adds a payload to the job after checking it can be written as JSON without loss, serialised once. */
+function add(p: Planning, kind: PayloadKind, sessionKey: string | null, build: (path: string) => SpoolPayload | Skip): void {
+  const target = newPayloadPath(p.job.loc.dir);
   try {
     const payload = build(target);
     if ('skip' in payload) {
-      plan.report.skipped.push({ kind, sessionKey, reason: payload.skip });
+      p.job.skipped.push({ kind, sessionKey, reason: payload.skip });
       return;
     }
     const problem = jsonProblem(payload);
     if (problem !== undefined) throw serializeError(target, problem);
-    plan.planned.push({ kind, sessionKey, path: target, payload });
+    p.job.addItem(kind, sessionKey, target, payload.ts, payload.seq, serializeJson(payload, target, { indent: 2 }));
   } catch (err) {
-    plan.report.failed.push(failure(policyError(err, target), target, kind, sessionKey));
+    p.job.planFailed.push(failure(policyError(err, target), target, kind, sessionKey));
   }
+}
+
+function refuse(p: Planning, kind: PayloadKind, err: FsPolicyError): void {
+  p.job.planFailed.push(failure(err, p.job.loc.dir, kind, null));
 }
 
 type DataResult = { data: PendingData; ts: number | undefined } | Skip;
 
-function pendingData(value: unknown, target: string): DataResult {
+function pendingData(p: Planning, value: unknown, target: string, sessionKey: string): DataResult {
   if (value === null || value === undefined) return { skip: 'empty' };
   if (typeof value === 'string') return value === '' ? { skip: 'no-content' } : { data: { text: value }, ts: undefined };
-  if (!isRecord(value)) throw invalidMessage(target, `a ${typeof value}`);
+  if (!isRecord(value)) throw invalidMessage(target, describeValue(value));
   const text = value.text;
   if (text !== undefined && typeof text !== 'string') throw invalidMessage(target, '`text` is not a string');
   const media = value.media_urls;
   const hasMedia = Array.isArray(media) && media.length > 0;
   if ((text === undefined || text === '') && !hasMedia) return { skip: 'no-content' };
-  const ts = typeof value.timestamp === 'number' && Number.isFinite(value.timestamp) ? value.timestamp : undefined;
+  let ts: number | undefined;
+  if (value.timestamp !== undefined && value.timestamp !== null) {
+    const problem = epochProblem(value.timestamp);
+    if (problem === undefined) ts = value.timestamp as number;
+    else {
+      p.job.warnings.push({
+        code: 'ETIMESTAMP',
+        message:
+          `the timestamp of a message for ${sessionKey} is not epoch seconds (${problem}); the payload's ts is the ` +
+          `flush time and data.timestamp keeps the value as given`,
+        target,
+        sessionKey,
+      });
+    }
+  }
   return { data: { ...value }, ts };
 }
 
-function entriesOf<V>(input: ReadonlyMap<string, V> | Readonly<Record<string, V>>): [string, V][] {
-  if (input instanceof Map) return [...(input as ReadonlyMap<string, V>).entries()];
-  return Object.entries(input as Readonly<Record<string, V>>);
+/** The `[key, value]` pairs of a Map or a plain object; undefined for anything else. */
+function entriesOf(input: unknown): [unknown, unknown][] | undefined {
+  if (input instanceof Map) return [...(input as Map<unknown, unknown>).entries()];
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
+  const proto = Object.getPrototypeOf(input) as unknown;
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  return Object.entries(input);
 }
 
 export type PendingInput =
@@ -238,43 +150,77 @@ export type OverflowInput =
   | ReadonlyMap<string, readonly (PendingValue | null | undefined)[] | null | undefined>
   | Readonly<Record<string, readonly (PendingValue | null | undefined)[] | null | undefined>>;
 
-function planPending(plan: Plan, pending: PendingInput, options: FlushOptions, now: number): void {
-  const reason = options.reason ?? 'shutdown';
-  for (const [sessionKey, value] of entriesOf<unknown>(pending)) {
-    add(plan, 'pending', sessionKey, (target) => {
-      const result = pendingData(value, target);
+function keyProblem(key: unknown): string | undefined {
+  if (typeof key !== 'string') return `the session key is ${describeValue(key)}, not a string`;
+  return undefined;
+}
+
+function planPending(p: Planning, pending: unknown, fn: string): void {
+  const entries = entriesOf(pending);
+  if (entries === undefined) {
+    refuse(p, 'pending', invalidInput(p.job.loc.dir, fn, 'a Map or a plain object of session_key → message', pending));
+    return;
+  }
+  for (const [key, value] of entries) {
+    const problem = keyProblem(key);
+    const sessionKey = typeof key === 'string' ? key : String(key);
+    add(p, 'pending', sessionKey, (target) => {
+      if (problem !== undefined) throw invalidMessage(target, problem);
+      const result = pendingData(p, value, target, sessionKey);
       if ('skip' in result) return result;
-      return { ...envelope('pending', result.ts ?? now), session_key: sessionKey, reason, data: result.data };
+      return { ...envelope('pending', result.ts ?? p.now), session_key: sessionKey, reason: p.reason, data: result.data };
     });
   }
 }
 
-function planOverflow(plan: Plan, overflow: OverflowInput, options: FlushOptions, now: number): void {
-  const reason = options.reason ?? 'shutdown';
-  for (const [sessionKey, events] of entriesOf<unknown>(overflow)) {
-    if (sessionKey === '' || !Array.isArray(events) || events.length === 0) continue;
+function planOverflow(p: Planning, overflow: unknown, fn: string): void {
+  const entries = entriesOf(overflow);
+  if (entries === undefined) {
+    refuse(p, 'overflow', invalidInput(p.job.loc.dir, fn, 'a Map or a plain object of session_key → list of messages', overflow));
+    return;
+  }
+  for (const [key, events] of entries) {
+    if (events === null || events === undefined || (Array.isArray(events) && events.length === 0)) continue;
+    const sessionKey = typeof key === 'string' ? key : String(key);
+    if (!Array.isArray(events)) {
+      add(p, 'overflow', sessionKey, (target) => {
+        throw invalidMessage(target, `the queue of ${sessionKey} is ${describeValue(events)}, not a list`);
+      });
+      continue;
+    }
+    const problem = keyProblem(key) ?? (key === '' ? 'the session key is empty' : undefined);
     (events as unknown[]).forEach((value, index) => {
-      add(plan, 'overflow', sessionKey, (target) => {
-        const result = pendingData(value, target);
+      add(p, 'overflow', sessionKey, (target) => {
+        if (problem !== undefined) throw invalidMessage(target, problem);
+        const result = pendingData(p, value, target, sessionKey);
         if ('skip' in result) return result;
-        return {
-          ...envelope('overflow', result.ts ?? now),
-          session_key: sessionKey,
-          reason,
-          index,
-          data: result.data,
-        };
+        return { ...envelope('overflow', result.ts ?? p.now), session_key: sessionKey, reason: p.reason, index, data: result.data };
       });
     });
   }
 }
 
-function planCapDrop(plan: Plan, sessionId: string, message: unknown, now: number): void {
-  add(plan, 'transcript_cap_drop', sessionId, (target) => {
-    if (typeof sessionId !== 'string' || sessionId === '') throw invalidMessage(target, 'the session id is empty');
+function planCapDrop(p: Planning, sessionId: unknown, message: unknown): void {
+  const key = typeof sessionId === 'string' ? sessionId : null;
+  add(p, 'transcript_cap_drop', key, (target) => {
+    if (typeof sessionId !== 'string' || sessionId === '') throw invalidMessage(target, 'the session id is empty or not a string');
     if (!isRecord(message)) throw invalidMessage(target, 'a transcript message must be an object');
+    const ts = message.timestamp;
+    if (ts !== undefined && ts !== null) {
+      const problem = epochProblem(ts);
+      if (problem !== undefined) {
+        p.job.warnings.push({
+          code: 'ETIMESTAMP',
+          message:
+            `the timestamp of a transcript message of session ${sessionId} is not epoch seconds (${problem}); ` +
+            `recovery stores the payload's ts (the flush time) for it`,
+          target,
+          sessionKey: sessionId,
+        });
+      }
+    }
     return {
-      ...envelope('transcript_cap_drop', now),
+      ...envelope('transcript_cap_drop', p.now),
       session_key: sessionId,
       reason: CAP_DROP_REASON,
       data: { session_id: sessionId, message },
@@ -282,109 +228,54 @@ function planCapDrop(plan: Plan, sessionId: string, message: unknown, now: numbe
   });
 }
 
-function planAgentHistory(plan: Plan, sessionId: string | null, history: readonly unknown[], now: number): void {
-  add(plan, 'agent_history', sessionId, () => ({
-    ...envelope('agent_history', now),
-    reason: AGENT_HISTORY_REASON,
-    issue: AGENT_HISTORY_ISSUE,
-    session_id: sessionId,
-    count: history.length,
-    messages: [...history],
-  }));
-}
-
-function written(p: Planned, r: WriteResult): WrittenEntry {
-  return { path: r.path, kind: p.kind, sessionKey: p.sessionKey, bytes: r.bytes, mode: r.mode, ts: p.payload.ts, seq: p.payload.seq };
-}
-
-function failAll(plan: Plan, err: unknown): void {
-  const e = policyError(err, plan.loc.dir);
-  for (const p of plan.planned) plan.report.failed.push(failure(e, p.path, p.kind, p.sessionKey));
-}
-
-function finish(plan: Plan): FlushReport {
-  const { report, logger } = plan;
-  report.elapsedMs = Date.now() - plan.started;
-  // A throwing logger must not turn a report into an exception (or lose what was written).
-  try {
-    if (report.failed.length > 0) logFailures(logger, report.failed);
-    if (report.written.length > 0) {
-      logger.info(`flushed ${report.written.length} pending message(s)`, { path: report.dir, durable: report.durable });
-    }
-  } catch {
-    /* the report still tells the whole story */
+function planAgentHistory(p: Planning, sessionId: unknown, history: unknown): void {
+  if (history === null || history === undefined) return;
+  if (!Array.isArray(history)) {
+    refuse(p, 'agent_history', invalidInput(p.job.loc.dir, 'flushAgentHistory', 'a list of messages (or null)', history));
+    return;
   }
-  return report;
+  if (history.length === 0) return;
+  add(p, 'agent_history', typeof sessionId === 'string' ? sessionId : null, (target) => {
+    if (sessionId !== null && typeof sessionId !== 'string') throw invalidMessage(target, 'the session id is not a string or null');
+    return {
+      ...envelope('agent_history', p.now),
+      reason: AGENT_HISTORY_REASON,
+      issue: AGENT_HISTORY_ISSUE,
+      session_id: sessionId,
+      count: history.length,
+      messages: [...(history as unknown[])],
+    };
+  });
 }
 
-const WRITE_OPTIONS = { kind: SPOOL_KIND, durable: 'file', createParents: false, indent: 2 } as const;
+function nowSeconds(): number {
+  return Date.now() / 1000;
+}
 
-function executeSync(plan: Plan): FlushReport {
-  const { loc, report } = plan;
-  if (plan.planned.length === 0) return finish(plan);
-  try {
-    secureMkdirSync(loc.dir, SPOOL_KIND, { env: loc.env });
-  } catch (err) {
-    failAll(plan, err);
-    return finish(plan);
+/** Creates the job of one flush call, with its options checked. */
+function startJob(options: FlushOptions, async: boolean): { job: FlushJob; planning: Planning; concurrency: number } {
+  const logger = loggerFor(options.logger);
+  const job = new FlushJob(spoolLocation(options), logger);
+  let concurrency = DEFAULT_CONCURRENCY;
+  if (async && options.concurrency !== undefined) {
+    const problem = positiveIntegerProblem('concurrency', options.concurrency, true);
+    if (problem === undefined) concurrency = options.concurrency;
+    else job.warnings.push({ code: 'EINVALID_OPTION', message: `${problem}; used ${String(DEFAULT_CONCURRENCY)}`, target: null, sessionKey: null });
   }
-  for (const p of plan.planned) {
+  let now = nowSeconds();
+  if (options.now !== undefined) {
+    let given: unknown;
     try {
-      report.written.push(written(p, atomicWriteJsonSync(p.path, p.payload, { ...WRITE_OPTIONS, env: loc.env })));
+      given = options.now();
     } catch (err) {
-      report.failed.push(failure(policyError(err, p.path), p.path, p.kind, p.sessionKey));
+      given = err instanceof Error ? `a clock that threw (${err.message})` : 'a clock that threw';
     }
+    const problem = typeof given === 'string' ? given : epochProblem(given);
+    if (problem === undefined) now = given as number;
+    else job.warnings.push({ code: 'EINVALID_OPTION', message: `now() must return epoch seconds: ${problem}; used the system clock`, target: null, sessionKey: null });
   }
-  if (report.written.length > 0) {
-    try {
-      fsyncDirectorySync(loc.dir);
-    } catch (err) {
-      report.durable = false;
-      report.failed.push(failure(policyError(err, loc.dir), loc.dir, null, null));
-    }
-  }
-  return finish(plan);
-}
-
-async function executeAsync(plan: Plan, concurrency: number): Promise<FlushReport> {
-  const { loc, report } = plan;
-  if (plan.planned.length === 0) return finish(plan);
-  try {
-    await secureMkdir(loc.dir, SPOOL_KIND, { env: loc.env });
-  } catch (err) {
-    failAll(plan, err);
-    return finish(plan);
-  }
-  // Bounded concurrency: each write fsyncs its own file; the fsyncs overlap in the libuv pool.
-  const results: (WrittenEntry | FailedEntry)[] = new Array<WrittenEntry | FailedEntry>(plan.planned.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const i = next++;
-      const p = plan.planned[i];
-      if (p === undefined) return;
-      try {
-        results[i] = written(p, await atomicWriteJson(p.path, p.payload, { ...WRITE_OPTIONS, env: loc.env }));
-      } catch (err) {
-        results[i] = failure(policyError(err, p.path), p.path, p.kind, p.sessionKey);
-      }
-    }
-  };
-  const workers = Math.max(1, Math.min(concurrency, plan.planned.length));
-  await Promise.all(Array.from({ length: workers }, () => worker()));
-  for (const r of results) {
-    if ('code' in r) report.failed.push(r);
-    else report.written.push(r);
-  }
-  if (report.written.length > 0) {
-    try {
-      await fsyncDirectory(loc.dir);
-    } catch (err) {
-      report.durable = false;
-      report.failed.push(failure(policyError(err, loc.dir), loc.dir, null, null));
-    }
-  }
-  return finish(plan);
+  const reason = options.reason ?? 'shutdown';
+  return { job, planning: { job, now, reason }, concurrency };
 }
 
 /** The last line of defence of "never throws": anything unexpected becomes one failed entry. */
@@ -396,67 +287,69 @@ function crashReport(err: unknown, options: FlushOptions): FlushReport {
     dir = options.home ?? '';
   }
   const e = policyError(err, dir);
-  const report: FlushReport = { dir, written: [], failed: [failure(e, dir, null, null)], skipped: [], durable: false, elapsedMs: 0 };
+  const f = failure(e, dir, null, null);
+  const report: FlushReport = { dir, written: [], failed: [f], skipped: [], warnings: [], durable: false, drained: null, elapsedMs: 0 };
   try {
-    logFailures(loggerFor(options.logger), report.failed);
+    loggerFor(options.logger).error(`pending message(s) NOT written: ${f.line}`, { path: f.path, code: f.code, step: f.step, uid: f.uid, gid: f.gid });
   } catch {
     /* a throwing logger must not turn a report into an exception */
   }
   return report;
 }
 
-function runSync(options: FlushOptions, fill: (plan: Plan, now: number) => void): FlushReport {
+function runSync(options: FlushOptions, fill: (p: Planning) => void): FlushReport {
   try {
-    const plan = startPlan(options);
-    fill(plan, (options.now ?? nowSeconds)());
-    return executeSync(plan);
+    const started = startJob(options, false);
+    fill(started.planning);
+    register(started.job);
+    return drainJob(started.job, null);
   } catch (err) {
     return crashReport(err, options);
   }
 }
 
-async function runAsync(options: FlushOptions, fill: (plan: Plan, now: number) => void): Promise<FlushReport> {
+async function runAsync(options: FlushOptions, fill: (p: Planning) => void): Promise<FlushReport> {
   try {
-    const plan = startPlan(options);
-    fill(plan, (options.now ?? nowSeconds)());
-    return await executeAsync(plan, options.concurrency ?? DEFAULT_CONCURRENCY);
+    // Everything up to the first write happens synchronously, inside this call: a `process.exit()` right
+    // after it still finds the job registered, with every payload planned, and writes them.
+    const started = startJob(options, true);
+    fill(started.planning);
+    register(started.job);
+    return await runJobAsync(started.job, started.concurrency);
   } catch (err) {
     return crashReport(err, options);
   }
-}
-
-function nowSeconds(): number {
-  return Date.now() / 1000;
 }
 
 /**
  * Writes one payload per session slot (`{session_key: message}`; the reference's `flush_pending_to_file`).
- * Each file is fsynced, then the directory once. Never throws: see {@link FlushReport}.
+ * Each file is fsynced, then the directory once. Never throws: see {@link FlushReport}. A stop event while it
+ * runs (second signal, `process.exit()`, budget) writes the rest synchronously — see the stop contract.
  */
 export function flushPending(pending: PendingInput, options: FlushOptions = {}): Promise<FlushReport> {
-  return runAsync(options, (plan, now) => {
-    planPending(plan, pending, options, now);
+  return runAsync(options, (p) => {
+    planPending(p, pending, 'flushPending');
   });
 }
 
 /** Synchronous form of {@link flushPending} (a shutdown path that cannot await). */
 export function flushPendingSync(pending: PendingInput, options: FlushOptions = {}): FlushReport {
-  return runSync(options, (plan, now) => {
-    planPending(plan, pending, options, now);
+  return runSync(options, (p) => {
+    planPending(p, pending, 'flushPendingSync');
   });
 }
 
 /** Writes one payload per queued event of each session's FIFO tail (`{session_key: [events]}`), in order. */
 export function flushOverflow(overflow: OverflowInput, options: FlushOptions = {}): Promise<FlushReport> {
-  return runAsync(options, (plan, now) => {
-    planOverflow(plan, overflow, options, now);
+  return runAsync(options, (p) => {
+    planOverflow(p, overflow, 'flushOverflow');
   });
 }
 
 /** Synchronous form of {@link flushOverflow}. */
 export function flushOverflowSync(overflow: OverflowInput, options: FlushOptions = {}): FlushReport {
-  return runSync(options, (plan, now) => {
-    planOverflow(plan, overflow, options, now);
+  return runSync(options, (p) => {
+    planOverflow(p, overflow, 'flushOverflowSync');
   });
 }
 
@@ -466,8 +359,8 @@ export function spoolDroppedTranscriptMessage(
   message: Readonly<Record<string, unknown>>,
   options: FlushOptions = {},
 ): Promise<FlushReport> {
-  return runAsync(options, (plan, now) => {
-    planCapDrop(plan, sessionId, message, now);
+  return runAsync(options, (p) => {
+    planCapDrop(p, sessionId, message);
   });
 }
 
@@ -477,8 +370,8 @@ export function spoolDroppedTranscriptMessageSync(
   message: Readonly<Record<string, unknown>>,
   options: FlushOptions = {},
 ): FlushReport {
-  return runSync(options, (plan, now) => {
-    planCapDrop(plan, sessionId, message, now);
+  return runSync(options, (p) => {
+    planCapDrop(p, sessionId, message);
   });
 }
 
@@ -491,8 +384,8 @@ export function flushAgentHistory(
   history: readonly unknown[] | null | undefined,
   options: FlushOptions = {},
 ): Promise<FlushReport> {
-  return runAsync(options, (plan, now) => {
-    if (history !== null && history !== undefined && history.length > 0) planAgentHistory(plan, sessionId, history, now);
+  return runAsync(options, (p) => {
+    planAgentHistory(p, sessionId, history);
   });
 }
 
@@ -502,7 +395,7 @@ export function flushAgentHistorySync(
   history: readonly unknown[] | null | undefined,
   options: FlushOptions = {},
 ): FlushReport {
-  return runSync(options, (plan, now) => {
-    if (history !== null && history !== undefined && history.length > 0) planAgentHistory(plan, sessionId, history, now);
+  return runSync(options, (p) => {
+    planAgentHistory(p, sessionId, history);
   });
 }

@@ -1,5 +1,7 @@
 export {
   DEFAULT_CONCURRENCY,
+  type DrainReason,
+  type FlushWarning,
   flushAgentHistory,
   flushAgentHistorySync,
   flushOverflow,
@@ -18,14 +20,27 @@ export {
 } from './flush.js';
 export { jsonProblem, parseJsonTolerant } from './json.js';
 export { setGatewayLogger, stderrGatewayLogger, type GatewayLogger, type LogFields } from './log.js';
+export { GatewayInputError } from './errors.js';
+export {
+  DEFAULT_SALVAGE_MIN_AGE_MS,
+  salvageTemps,
+  tempTarget,
+  type SalvageLeftReason,
+  type SalvageOptions,
+  type SalvageReport,
+} from './salvage.js';
+export { agentHistoryMessages, type AgentHistoryMessage } from './snapshot.js';
 export {
   AGENT_HISTORY_ISSUE,
   AGENT_HISTORY_REASON,
   CAP_DROP_REASON,
+  EPOCH_MAX,
+  EPOCH_MIN,
   PAYLOAD_KINDS,
   PAYLOAD_SCHEMA_VERSION,
   PENDING_FILE_PATTERN,
   classifyPayload,
+  epochProblem,
   orderingKey,
   processId,
   type AgentHistoryPayload,
@@ -56,7 +71,14 @@ export {
   type RecoveryHooks,
   type RecoveryReport,
 } from './recover.js';
-export { installShutdownHook, signalExitCode, type ShutdownHook, type ShutdownHookOptions, type ShutdownOutcome } from './shutdown.js';
+export {
+  EXIT_FLUSH_INCOMPLETE,
+  installShutdownHook,
+  signalExitCode,
+  type ShutdownHook,
+  type ShutdownHookOptions,
+  type ShutdownOutcome,
+} from './shutdown.js';
 export { SPOOL_KIND, spoolLocation, type SpoolLocation, type SpoolLocationOptions } from './spool.js';
 export {
   prune,

@@ -1,62 +1,33 @@
-import type { FsPolicyLogger, LogFields } from '@hermes/fs-policy';
+import { type FsPolicyLogger, getLogger, type LogFields, setLogger, stderrLogger } from '@hermes/fs-policy';
 
-/** Where the gateway's log lines go: the same shape as @hermes/fs-policy's logger, so one sink serves both. */
+/**
+ * Where the gateway's log lines go. The gateway has no logger of its own: it logs through @hermes/fs-policy's
+ * pluggable logger, so one `setLogger(…)` (from @hermes/fs-policy) reaches the policy and the gateway alike.
+ */
 export type GatewayLogger = FsPolicyLogger;
 export type { LogFields };
 
-function fieldText(v: unknown): string {
-  switch (typeof v) {
-    case 'string':
-      return JSON.stringify(v);
-    case 'number':
-    case 'boolean':
-    case 'bigint':
-      return v.toString();
-    case 'object':
-      try {
-        return JSON.stringify(v);
-      } catch {
-        return '[unserialisable]';
-      }
-    default:
-      return typeof v;
-  }
-}
+/**
+ * A thin alias kept for existing callers: it is @hermes/fs-policy's `stderrLogger` (warnings and errors to
+ * stderr, debug and info dropped). New code uses `stderrLogger` from @hermes/fs-policy.
+ */
+export const stderrGatewayLogger: GatewayLogger = stderrLogger;
 
-function formatFields(fields: LogFields | undefined): string {
-  if (fields === undefined) return '';
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(fields)) {
-    if (v === undefined) continue;
-    parts.push(`${k}=${fieldText(v)}`);
-  }
-  return parts.length > 0 ? ` ${parts.join(' ')}` : '';
-}
-
-/** Default: warnings and errors to stderr (a lost message must be seen); debug and info are dropped. */
-export const stderrGatewayLogger: GatewayLogger = {
-  debug() {
-    /* silent by default */
-  },
-  info() {
-    /* silent by default */
-  },
-  warn(message, fields) {
-    process.stderr.write(`hermes gateway warning: ${message}${formatFields(fields)}\n`);
-  },
-  error(message, fields) {
-    process.stderr.write(`hermes gateway error: ${message}${formatFields(fields)}\n`);
-  },
-};
-
-let current: GatewayLogger = stderrGatewayLogger;
-
-/** Sets the logger used when a call passes none (undefined restores the stderr default). */
+/**
+ * A thin alias of @hermes/fs-policy's `setLogger`, kept for existing callers: it routes the log lines of the
+ * policy AND the gateway (there is one logger). Undefined restores the stderr default. New code calls
+ * `setLogger` from @hermes/fs-policy.
+ */
 export function setGatewayLogger(logger: GatewayLogger | undefined): void {
-  current = logger ?? stderrGatewayLogger;
+  setLogger(logger);
 }
 
-/** The logger a call uses: its own, else the one set with {@link setGatewayLogger}. */
+/** The logger a call uses: its own (`options.logger`), else the one in force in @hermes/fs-policy, read now. */
 export function loggerFor(own: GatewayLogger | undefined): GatewayLogger {
-  return own ?? current;
+  return own ?? getLogger();
+}
+
+/** `1998` → `1,998`: counts in log lines are read by people. */
+export function count(n: number): string {
+  return n.toLocaleString('en-US');
 }

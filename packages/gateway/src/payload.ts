@@ -145,3 +145,21 @@ export function orderingKey(payload: unknown): { ts: number; seq: number } {
   const seq = typeof payload.seq === 'number' && Number.isInteger(payload.seq) ? payload.seq : -1;
   return { ts, seq };
 }
+
+/**
+ * The window of plausible epoch seconds (2000-01-01 … 2100-01-01), the same as @hermes/session-db's: a
+ * timestamp outside it (milliseconds passed by mistake are 1,000 times too large) is never used as one.
+ */
+export const EPOCH_MIN = 946_684_800;
+export const EPOCH_MAX = 4_102_444_800;
+
+/** Why `value` is not epoch seconds (naming milliseconds when it looks like them), or undefined when it is. */
+export function epochProblem(value: unknown): string | undefined {
+  const ok = (v: number): boolean => Number.isFinite(v) && v >= EPOCH_MIN && v <= EPOCH_MAX;
+  if (typeof value === 'number' && ok(value)) return undefined;
+  if (typeof value !== 'number') return `expected epoch seconds (a number), got ${value === null ? 'null' : typeof value}`;
+  if (!Number.isFinite(value)) return `expected epoch seconds, got ${String(value)}`;
+  if (ok(value / 1000)) return `${String(value)} looks like epoch milliseconds, not seconds`;
+  if (ok(value / 1_000_000)) return `${String(value)} looks like epoch microseconds, not seconds`;
+  return `${String(value)} is not epoch seconds between 2000-01-01 and 2100-01-01`;
+}

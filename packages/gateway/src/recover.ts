@@ -1,9 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { hintFor, isErrnoException } from '@hermes/fs-policy';
+import { describeValue, positiveIntegerProblem } from './errors.js';
 import { parseJsonTolerant } from './json.js';
-import { type GatewayLogger, loggerFor } from './log.js';
-import { classifyPayload, isRecord, orderingKey, PAYLOAD_SCHEMA_VERSION, type PayloadKind } from './payload.js';
+import { count, type GatewayLogger, loggerFor } from './log.js';
+import { classifyPayload, epochProblem, isRecord, orderingKey, PAYLOAD_SCHEMA_VERSION, type PayloadKind } from './payload.js';
+import { salvageTemps, type SalvageOptions, type SalvageReport } from './salvage.js';
 import { compareNames } from './names.js';
 import { RecoveryOrder } from './ordering.js';
 import { InvalidUtf8Error, readSpoolText, receiptIdOf, type SpoolText, spoolTextOf } from './read.js';
@@ -44,6 +46,14 @@ export type KeptReason =
   | 'unknown-session'
   /** The store failed (locked, full, read-only, …); this and every later file wait for the next pass. */
   | 'store-error'
+  /**
+   * Committed (its receipt is in the store), but the store could not confirm the commit is in its main
+   * database file (a checkpoint kept from completing): kept, so a lost WAL cannot lose it; the next pass
+   * removes it without inserting anything.
+   */
+  | 'not-checkpointed'
+  /** Committed (its receipt is in the store), but removing the file was refused: the next pass removes it. */
+  | 'not-removed'
   /** Reading or interpreting the file failed unexpectedly (see `errors`). */
   | 'read-error';
 
@@ -53,6 +63,8 @@ export interface RecoveryHooks {
    * the paths of the committed files. A crash test blocks here and kills the process.
    */
   afterCommit?: (paths: readonly string[]) => void;
+  /** Test seam, called after committed files were removed (after the checkpoint that made them durable). */
+  afterRemove?: (paths: readonly string[]) => void;
 }
 
 export interface RecoverOptions extends SpoolLocationOptions {
@@ -81,6 +93,11 @@ export interface RecoverOptions extends SpoolLocationOptions {
    */
   onProgress?: (done: number, total: number) => void;
   hooks?: RecoveryHooks;
+  /**
+   * Salvage complete payloads that killed writers left under temp names before the pass
+   * ({@link salvageTemps}; default true). An object passes its options (`minAgeMs`, `now`).
+   */
+  salvage?: boolean | Pick<SalvageOptions, 'minAgeMs' | 'now'>;
 }
 
 export interface InsertedEntry {
@@ -89,16 +106,21 @@ export interface InsertedEntry {
   readonly kind: PayloadKind;
   readonly sessionId: string;
   readonly rowIds: readonly number[];
+  /**
+   * The file was removed. False when its removal was refused or had to wait for a checkpoint: the file is
+   * then also listed in `kept` (`not-removed`, `not-checkpointed`) and the next pass removes it.
+   */
+  removed: boolean;
 }
 
 export interface RecoveryReport {
   readonly dir: string;
   /** `*.json` files seen. */
   scanned: number;
-  /** Files whose rows and receipt were committed by this pass (and which were then removed). */
+  /** Files whose rows and receipt were committed by this pass (`removed` says whether the file is gone). */
   readonly inserted: InsertedEntry[];
   /** Files whose receipt was committed by an earlier pass (crash between commit and unlink): removed now, nothing inserted. */
-  readonly alreadyCommitted: { readonly path: string; readonly receiptId: string; readonly removed: boolean }[];
+  readonly alreadyCommitted: { readonly path: string; readonly receiptId: string; removed: boolean }[];
   readonly kept: { readonly path: string; readonly reason: KeptReason; readonly detail: string }[];
   /** Files whose rows the store rejected, renamed to `<name>.bad`. */
   readonly bad: { readonly path: string; readonly badPath: string; readonly error: string }[];
@@ -107,6 +129,8 @@ export interface RecoveryReport {
   /** Files another uid owns and this process cannot read (0600 payloads): that uid's recovery picks them up. */
   readonly foreignOwner: { readonly path: string; readonly uid: number }[];
   readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
+  /** What the salvage of temp files did before the pass (null when it was turned off). */
+  salvage: SalvageReport | null;
 }
 
 type Decision =
@@ -139,6 +163,20 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** A committed file waiting for a checkpoint before it is removed. */
+interface Awaiting {
+  readonly path: string;
+  readonly entry: { removed: boolean };
+}
+
+/** An error to log, grouped by cause at the end of the pass. */
+interface Problem {
+  readonly path: string;
+  readonly code: string;
+  readonly message: string;
+  readonly hint: string;
+}
+
 class Pass {
   readonly report: RecoveryReport;
   readonly #logger: GatewayLogger;
@@ -146,9 +184,17 @@ class Pass {
   readonly #loc: SpoolLocation;
   readonly #resolver: ((key: string, notAfter: number | undefined) => string | null | undefined) | undefined;
   readonly #batchSize: number;
+  readonly #storePath: string;
   #queue: Queued[] = [];
   #queueText = 0;
-  #storeDown = false;
+  /** The first failure of the store itself: everything after it is kept. */
+  #storeFailure: Problem | undefined;
+  /** Committed files whose removal waits for the store's checkpoint. */
+  #awaiting: Awaiting[] = [];
+  /** Errors other than the store's, logged grouped by code at the end. */
+  readonly #problems: Problem[] = [];
+  /** Refused unlinks of committed files, logged as one line per code. */
+  readonly #unremoved: Problem[] = [];
   /** Files dealt with so far (any outcome) and files found, for onProgress. */
   #done = 0;
   #total = 0;
@@ -157,26 +203,33 @@ class Pass {
     this.#options = options;
     this.#loc = loc;
     this.#logger = loggerFor(options.logger);
-    const batchSize = options.batchSize ?? DEFAULT_RECOVERY_BATCH_SIZE;
-    this.#batchSize = Number.isFinite(batchSize) ? Math.max(1, Math.floor(batchSize)) : DEFAULT_RECOVERY_BATCH_SIZE;
+    this.report = emptyReport(loc.dir);
+    let batchSize = DEFAULT_RECOVERY_BATCH_SIZE;
+    if (options.batchSize !== undefined) {
+      const problem = positiveIntegerProblem('batchSize', options.batchSize);
+      if (problem === undefined) batchSize = options.batchSize;
+      else this.error(loc.dir, 'EINVALID_OPTION', `${problem}; used ${String(DEFAULT_RECOVERY_BATCH_SIZE)}`, 'pass a positive integer batchSize, or omit it.');
+    }
+    this.#batchSize = batchSize;
     const store = options.store;
+    const storePath = (store as { path?: unknown }).path;
+    this.#storePath = typeof storePath === 'string' && storePath !== '' ? storePath : 'the session store';
     this.#resolver =
       options.resolveSessionId ??
       (typeof store.resolveSessionIdForKey === 'function'
         ? (key, notAfter) => store.resolveSessionIdForKey?.(key, notAfter)
         : undefined);
-    this.report = emptyReport(loc.dir);
   }
 
-  error(p: string, code: string, message: string): void {
-    const hint = hintFor(code, p, euid(), egid());
-    this.report.errors.push({ path: p, code, message, hint });
-    this.#logger.error(`pending-message recovery: ${message}`, { path: p, code, uid: euid(), hint });
+  /** Records an error (logged, grouped by code, at the end of the pass). */
+  error(p: string, code: string, message: string, hint?: string): void {
+    const problem = { path: p, code, message, hint: hint ?? hintFor(code, p, euid(), egid()) };
+    this.report.errors.push(problem);
+    this.#problems.push(problem);
   }
 
   keep(p: string, reason: KeptReason, detail: string): void {
     this.report.kept.push({ path: p, reason, detail });
-    this.#logger.warn(`pending message kept (${reason}): ${detail}`, { path: p });
   }
 
   #progress(): void {
@@ -194,10 +247,23 @@ class Pass {
   }
 
   run(): RecoveryReport {
+    const salvage = this.#options.salvage ?? true;
+    if (salvage !== false && fs.existsSync(this.#loc.dir)) {
+      const r = salvageTemps({
+        home: this.#loc.home,
+        env: this.#loc.env,
+        logger: this.#logger,
+        ...(typeof salvage === 'object' ? salvage : {}),
+      });
+      this.report.salvage = r;
+      for (const e of r.errors) this.report.errors.push(e);
+    }
     this.#list();
+    this.#settleRemovals(true);
     // The pass is over, whatever it could do: the last call is (total, total).
     this.#done = this.#total;
     this.#progress();
+    this.#logSummary();
     return this.report;
   }
 
@@ -248,12 +314,76 @@ class Pass {
       if (this.#queue.length >= this.#batchSize || this.#queueText >= BATCH_TEXT_LIMIT) this.#commit();
     }
     this.#commit();
-    this.#logger.info(
-      `pending-message recovery: ${r.inserted.length} inserted, ${r.alreadyCommitted.length} already committed, ` +
-        `${r.kept.length} kept, ${r.bad.length} bad, ${r.snapshots.length} snapshot(s), ${r.foreignOwner.length} foreign, ` +
-        `${r.errors.length} error(s)`,
-      { path: dir },
-    );
+  }
+
+  /** One line per cause, the cause first: never a line per file. */
+  #logSummary(): void {
+    const r = this.report;
+    const log = this.#logger;
+    const dir = this.#loc.dir;
+    try {
+      const storeKept = r.kept.filter((k) => k.reason === 'store-error').length;
+      const f = this.#storeFailure;
+      if (f !== undefined) {
+        log.error(
+          `pending-message recovery: kept ${count(storeKept)} file(s): ${f.code} at ${f.path} (uid ${String(euid())}): ${f.message} — fix: ${f.hint}`,
+          { path: f.path, code: f.code, uid: euid(), kept: storeKept },
+        );
+      }
+      const byReason = new Map<KeptReason, { n: number; first: { path: string; detail: string } }>();
+      for (const k of r.kept) {
+        if (k.reason === 'store-error' || k.reason === 'not-removed') continue;
+        const g = byReason.get(k.reason);
+        if (g === undefined) byReason.set(k.reason, { n: 1, first: k });
+        else g.n++;
+      }
+      for (const [reason, g] of byReason) {
+        const note = reason === 'not-checkpointed' ? ' (committed; the next pass removes them without inserting them again)' : '';
+        log.warn(`pending-message recovery: kept ${count(g.n)} file(s) (${reason})${note}; the first, ${path.basename(g.first.path)}: ${g.first.detail}`, {
+          path: g.first.path,
+          reason,
+          kept: g.n,
+        });
+      }
+      for (const g of groupByCode(this.#unremoved)) {
+        log.error(
+          `pending-message recovery: kept ${count(g.n)} recovered file(s) (not-removed): ${g.code} at ${g.where} (uid ${String(euid())}) — ` +
+            `fix: ${g.first.hint} Their receipts are committed: the next pass removes them without inserting them again.`,
+          { path: g.where, code: g.code, uid: euid(), kept: g.n },
+        );
+      }
+      for (const g of groupByCode(this.#problems)) {
+        log.error(
+          `pending-message recovery: ${count(g.n)} error(s): ${g.code} at ${g.where} (uid ${String(euid())}): ${g.first.message} — fix: ${g.first.hint}`,
+          { path: g.where, code: g.code, uid: euid(), count: g.n },
+        );
+      }
+      if (r.bad.length > 0) {
+        log.warn(`pending-message recovery: ${count(r.bad.length)} file(s) rejected by the session store, renamed .bad; the first: ${r.bad[0]?.error ?? ''}`, {
+          path: r.bad[0]?.badPath,
+        });
+      }
+      if (r.snapshots.length > 0) {
+        log.warn(`pending-message recovery: ${count(r.snapshots.length)} agent-history snapshot(s) left for the operator (never replayed automatically)`, {
+          path: dir,
+        });
+      }
+      if (r.foreignOwner.length > 0) {
+        const uids = [...new Set(r.foreignOwner.map((x) => x.uid))].join(', ');
+        log.info(`pending-message recovery: ${count(r.foreignOwner.length)} payload(s) of uid ${uids} left for that uid's own recovery`, { path: dir });
+      }
+      const adopted = r.salvage?.adopted.length ?? 0;
+      const line =
+        `pending-message recovery: ${count(r.inserted.length)} inserted${adopted > 0 ? ` (${count(adopted)} adopted from temp files)` : ''}, ` +
+        `${count(r.alreadyCommitted.length)} already committed, ${count(r.kept.length)} kept, ${count(r.bad.length)} bad, ` +
+        `${count(r.snapshots.length)} snapshot(s), ${count(r.foreignOwner.length)} foreign, ${count(r.errors.length)} error(s)`;
+      const unusual =
+        adopted > 0 || (r.salvage?.partial.length ?? 0) > 0 || r.kept.length > 0 || r.bad.length > 0 || r.errors.length > 0;
+      if (unusual) log.warn(line, { path: dir });
+      else log.info(line, { path: dir });
+    } catch {
+      // a throwing logger changes nothing about the pass
+    }
   }
 
   /** First-pass work on one `*.json` directory entry. */
@@ -306,10 +436,6 @@ class Pass {
         const owner = ownerOf(p);
         if (owner !== undefined && owner !== euid()) {
           this.report.foreignOwner.push({ path: p, uid: owner });
-          this.#logger.info(`pending message belongs to uid ${owner}; left for that uid's own recovery`, {
-            path: p,
-            uid: owner,
-          });
           return undefined;
         }
       }
@@ -319,7 +445,7 @@ class Pass {
   }
 
   #process(name: string, p: string, kept: SpoolText | undefined): void {
-    if (this.#storeDown) {
+    if (this.#storeFailure !== undefined) {
       this.keep(p, 'store-error', 'the session store failed earlier in this pass');
       this.#done++;
       return;
@@ -369,7 +495,9 @@ class Pass {
       return;
     }
     if (committed) {
-      this.report.alreadyCommitted.push({ path: p, receiptId, removed: this.#remove(p) });
+      const entry = { path: p, receiptId, removed: false };
+      this.report.alreadyCommitted.push(entry);
+      this.#awaiting.push({ path: p, entry });
       return;
     }
     if (failure !== undefined) {
@@ -380,11 +508,6 @@ class Pass {
       return;
     }
     this.report.snapshots.push({ path: p, sessionId: decision.sessionId, count: decision.count });
-    this.#logger.warn('agent-history snapshot left for the operator (not replayed automatically)', {
-      path: p,
-      session_id: decision.sessionId ?? undefined,
-      count: decision.count ?? undefined,
-    });
   }
 
   #decide(name: string, p: unknown): Decision {
@@ -421,7 +544,8 @@ class Pass {
           sessionId: data.session_id,
           role: m.role ?? 'unknown',
           content: m.content === undefined || m.content === null || m.content === '' ? '' : m.content,
-          timestamp: truthy(m.timestamp) ? m.timestamp : p.ts,
+          // The message's own time when it is epoch seconds, else the payload's (the reference used `or`).
+          timestamp: epochProblem(m.timestamp) === undefined ? m.timestamp : p.ts,
           toolCallId: m.tool_call_id,
           toolCalls: m.tool_calls,
           toolName: m.tool_name,
@@ -479,8 +603,14 @@ class Pass {
   }
 
   #storeFailed(err: unknown): void {
-    this.#storeDown = true;
-    this.error(this.#loc.dir, codeOf(err, 'ESTORE'), `the session store failed; files are kept for the next pass: ${messageOf(err)}`);
+    if (this.#storeFailure !== undefined) return;
+    const code = codeOf(err, 'ESTORE');
+    const own = err as { path?: unknown; hint?: unknown } | null;
+    const where = typeof own?.path === 'string' && own.path !== '' ? own.path : this.#storePath;
+    const hint = typeof own?.hint === 'string' && own.hint !== '' ? own.hint : hintFor(code, where, euid(), egid());
+    const failure = { path: where, code, message: messageOf(err), hint };
+    this.#storeFailure = failure;
+    this.report.errors.push(failure);
   }
 
   #commit(): void {
@@ -489,7 +619,7 @@ class Pass {
     this.#queueText = 0;
     if (queue.length === 0) return;
     this.#done += queue.length;
-    if (this.#storeDown) {
+    if (this.#storeFailure !== undefined) {
       for (const q of queue) this.keep(q.path, 'store-error', 'the session store failed earlier in this pass');
       this.#progress();
       return;
@@ -510,7 +640,6 @@ class Pass {
         .map((q) => q.path);
       if (committed.length > 0) afterCommit(committed);
     }
-    // Only now, with the batch's receipts durable, are its files removed (in recovery order).
     for (let i = 0; i < queue.length; i++) {
       const q = queue[i];
       if (q === undefined) continue;
@@ -521,13 +650,18 @@ class Pass {
         continue;
       }
       switch (o.status) {
-        case 'inserted':
-          this.report.inserted.push({ path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds });
-          this.#remove(p);
+        case 'inserted': {
+          const entry: InsertedEntry = { path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds, removed: false };
+          this.report.inserted.push(entry);
+          this.#awaiting.push({ path: p, entry });
           break;
-        case 'duplicate':
-          this.report.alreadyCommitted.push({ path: p, receiptId: o.receiptId, removed: this.#remove(p) });
+        }
+        case 'duplicate': {
+          const entry = { path: p, receiptId: o.receiptId, removed: false };
+          this.report.alreadyCommitted.push(entry);
+          this.#awaiting.push({ path: p, entry });
           break;
+        }
         case 'unknown-session':
           this.keep(p, 'unknown-session', `session ${o.sessionId} does not exist in the store`);
           break;
@@ -536,10 +670,57 @@ class Pass {
           break;
       }
     }
+    this.#settleRemovals(false);
     this.#progress();
   }
 
-  /** Removes a file whose receipt is committed. A failure is reported; the next pass removes it (no duplicate). */
+  /**
+   * Removes the committed files once the store confirms its commits are in its main database file, not only
+   * in its write-ahead log (`checkpoint()`): a WAL that is deleted or lost afterwards cannot take a recovered
+   * message with it, since its file is still here. A checkpoint another connection keeps from completing
+   * leaves the files for the next batch's checkpoint; at the end of the pass (`final`) they are kept.
+   */
+  #settleRemovals(final: boolean): void {
+    const awaiting = this.#awaiting;
+    if (awaiting.length === 0) return;
+    const store = this.#options.store;
+    let complete = true;
+    let detail = '';
+    if (typeof store.checkpoint === 'function' && this.#storeFailure === undefined) {
+      try {
+        const cp = store.checkpoint();
+        complete = cp.complete;
+        if (!complete) detail = `the checkpoint of ${this.#storePath} did not complete${cp.busy === true ? ' (another connection held it off)' : ''}`;
+      } catch (err) {
+        this.#storeFailed(err);
+      }
+    }
+    if (this.#storeFailure !== undefined) {
+      complete = false;
+      detail = `committed, but the store failed before the commit could be checkpointed (${this.#storeFailure.code})`;
+    }
+    if (!complete) {
+      if (!final && this.#storeFailure === undefined) return; // the next batch's checkpoint may complete
+      this.#awaiting = [];
+      for (const a of awaiting) this.keep(a.path, 'not-checkpointed', detail);
+      return;
+    }
+    this.#awaiting = [];
+    const removed: string[] = [];
+    for (const a of awaiting) {
+      if (this.#remove(a.path)) {
+        a.entry.removed = true;
+        removed.push(a.path);
+      }
+    }
+    const afterRemove = this.#options.hooks?.afterRemove;
+    if (afterRemove !== undefined && removed.length > 0) afterRemove(removed);
+  }
+
+  /**
+   * Removes a file whose receipt is committed and checkpointed. A refusal keeps the file (`not-removed`); the
+   * next pass removes it without inserting it again.
+   */
   #remove(p: string): boolean {
     try {
       fs.unlinkSync(p);
@@ -547,11 +728,11 @@ class Pass {
     } catch (err) {
       const code = codeOf(err, 'EUNKNOWN');
       if (code === 'ENOENT') return true;
-      this.error(
-        p,
-        code,
-        `recovered (receipt committed) but not removed: ${messageOf(err)}; the next pass removes it without inserting it again`,
-      );
+      const message = `recovered (receipt committed) but not removed: ${messageOf(err)}`;
+      this.keep(p, 'not-removed', message);
+      const problem = { path: p, code, message, hint: hintFor(code, this.#loc.dir, euid(), egid()) };
+      this.report.errors.push(problem);
+      this.#unremoved.push(problem);
       return false;
     }
   }
@@ -567,12 +748,21 @@ class Pass {
       return;
     }
     this.report.bad.push({ path: p, badPath, error: reason });
-    this.#logger.warn(`pending message rejected by the session store, renamed .bad: ${reason}`, { path: p, badPath });
   }
 }
 
-function truthy(value: unknown): boolean {
-  return value !== undefined && value !== null && value !== 0 && value !== '' && value !== false && !Number.isNaN(value);
+/** Problems grouped by code: count, the common path, the first of them. */
+function groupByCode(problems: readonly Problem[]): { code: string; n: number; where: string; first: Problem }[] {
+  const groups = new Map<string, { code: string; n: number; paths: Set<string>; first: Problem }>();
+  for (const p of problems) {
+    const g = groups.get(p.code);
+    if (g === undefined) groups.set(p.code, { code: p.code, n: 1, paths: new Set([p.path]), first: p });
+    else {
+      g.n++;
+      g.paths.add(p.path);
+    }
+  }
+  return [...groups.values()].map((g) => ({ code: g.code, n: g.n, where: g.paths.size === 1 ? g.first.path : path.dirname(g.first.path), first: g.first }));
 }
 
 function ownerOf(p: string): number | undefined {
@@ -597,24 +787,42 @@ function ownerOf(p: string): number | undefined {
  * Never throws for file or store problems: everything lands in the report.
  */
 export function recoverPending(options: RecoverOptions): RecoveryReport {
+  const refused = (p: string, code: string, message: string, hint: string): RecoveryReport => {
+    const report = emptyReport(p);
+    report.errors.push({ path: p, code, message, hint });
+    try {
+      loggerFor((options as Partial<RecoverOptions> | null)?.logger).error(`pending-message recovery: ${code} at ${p}: ${message} — fix: ${hint}`, { path: p, code });
+      options.onProgress?.(0, 0);
+    } catch {
+      // a logger's or progress bar's failure changes nothing
+    }
+    return report;
+  };
+  const store: unknown = (options as Partial<RecoverOptions> | null)?.store;
+  const usable = (s: unknown): s is SessionStore =>
+    s !== null &&
+    typeof s === 'object' &&
+    typeof (s as Partial<SessionStore>).commitRecovered === 'function' &&
+    typeof (s as Partial<SessionStore>).hasReceipt === 'function';
+  if (!usable(store)) {
+    return refused(
+      options.home ?? '',
+      'EINVALID_OPTION',
+      `recoverPending needs a store with hasReceipt() and commitRecovered(), got ${describeValue(store)}; nothing was read or changed`,
+      'pass `store: openSessionDb({ home })` (or another SessionStore).',
+    );
+  }
   let loc: SpoolLocation;
   try {
     loc = spoolLocation(options);
   } catch (err) {
     const p = options.home ?? '';
     const code = codeOf(err, 'EUNKNOWN');
-    const report = emptyReport(p);
-    report.errors.push({ path: p, code, message: messageOf(err), hint: hintFor(code, p, euid(), egid()) });
-    try {
-      options.onProgress?.(0, 0);
-    } catch {
-      // a progress bar's failure changes nothing
-    }
-    return report;
+    return refused(p, code, messageOf(err), hintFor(code, p, euid(), egid()));
   }
   return new Pass(options, loc).run();
 }
 
 function emptyReport(dir: string): RecoveryReport {
-  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [] };
+  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [], salvage: null };
 }

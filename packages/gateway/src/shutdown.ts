@@ -1,41 +1,75 @@
 import { constants as osConstants } from 'node:os';
-import { type GatewayLogger, loggerFor } from './log.js';
+import { describeValue, GatewayInputError } from './errors.js';
+import { activeJobs, type DrainReason, drainJob, type FailedEntry, failureGroups, type FlushJob, type FlushReport, onJobStart } from './jobs.js';
+import { count, type GatewayLogger, loggerFor } from './log.js';
+
+/**
+ * The exit status of a stop after which some messages are NOT on disk (failed, or never handed to a flush
+ * that could be completed). 74 is `EX_IOERR` of sysexits(3); 128 + signal (143, 130) is used only when every
+ * message is on disk. See docs/stop-contract.md.
+ */
+export const EXIT_FLUSH_INCOMPLETE = 74;
 
 export interface ShutdownHookOptions {
   /**
    * Persists what would otherwise be lost (typically `() => flushPending(…)` / `flushOverflow(…)`). May be
-   * synchronous or return a promise; a `FlushReport` it returns is summarised in the log.
+   * synchronous or return a promise. For the stop contract to hold when the process is cut short, it must
+   * hand its messages to this package's flush functions before its first `await`.
    */
   flush: () => unknown;
   /**
-   * How long an asynchronous flush may take before the process exits anyway (default 5000 ms). A synchronous
-   * flush blocks the event loop and always runs to completion.
+   * How long an asynchronous flush may take (default 5000 ms). When it runs out, what is not on disk yet is
+   * written synchronously, within {@link syncBudgetMs}.
    */
   budgetMs?: number;
+  /** After the budget ran out: how long the synchronous writes may take (default: `budgetMs`). */
+  syncBudgetMs?: number;
   /** Default `['SIGTERM', 'SIGINT']`. */
   signals?: readonly NodeJS.Signals[];
-  /** Exit with 128 + the signal number once flushed (default true; 143 for SIGTERM, 130 for SIGINT). */
+  /** Exit once flushed (default true): 128 + the signal number when every message is on disk, else 74. */
   exit?: boolean;
+  /**
+   * Also flush when the process exits without a signal having started the flush, or while it runs — another
+   * listener's `process.exit()`, an uncaught exception, the event loop running dry (default true).
+   */
+  flushOnExit?: boolean;
   logger?: GatewayLogger;
-  /** Called with the outcome before the process exits. */
+  /** Called with the outcome before the process exits (synchronously on the exit path). */
   onComplete?: (outcome: ShutdownOutcome) => void;
 }
 
 export interface ShutdownOutcome {
-  readonly signal: NodeJS.Signals;
-  /** 128 + the signal number. */
+  /** The signal that started the stop; null when the process exited without one. */
+  readonly signal: NodeJS.Signals | null;
+  /**
+   * The status the process exits with: 128 + the signal number when every message is on disk, else
+   * {@link EXIT_FLUSH_INCOMPLETE}. On the exit path: the status the exiting code chose when every message is
+   * on disk, else 74.
+   */
   readonly exitCode: number;
   /** True when the budget ran out before the flush settled. */
   readonly timedOut: boolean;
+  /** What made the rest of the flush go the synchronous way (null: the async flush settled by itself). */
+  readonly drained: DrainReason | null;
   readonly elapsedMs: number;
-  /** What `flush` returned (e.g. a FlushReport), when it settled in time. */
+  /** Messages handed to this package's flushes during the stop; null when the flush used none of them. */
+  readonly messages: number | null;
+  readonly written: number | null;
+  readonly failed: number | null;
+  /** Every message is on disk (written and the directory fsynced), and the flush did not throw. */
+  readonly complete: boolean;
+  /** The final report of every flush of the stop. */
+  readonly reports: readonly FlushReport[];
+  /** The summary line, as logged (the last line the hook logs). */
+  readonly line: string;
+  /** What `flush` returned (e.g. a FlushReport), when it settled before the stop ended. */
   readonly result?: unknown;
   /** What `flush` threw, if it did. */
   readonly error?: unknown;
 }
 
 export interface ShutdownHook {
-  /** Removes the signal listeners (the default signal behaviour returns). */
+  /** Removes the signal and exit listeners (the default signal behaviour returns). */
   uninstall(): void;
   /** Runs the shutdown sequence as if `signal` had arrived (tests, or an embedder's own stop path). */
   trigger(signal: NodeJS.Signals): Promise<ShutdownOutcome>;
@@ -58,78 +92,273 @@ function isFlushSummary(value: unknown): value is FlushSummary {
   return Array.isArray(v.written) && Array.isArray(v.failed);
 }
 
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
+function nonNegative(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new GatewayInputError('EINVALID_OPTION', name, `${name} must be a finite number of milliseconds >= 0, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+interface Settled {
+  readonly settled: boolean;
+  readonly result?: unknown;
+  readonly error?: unknown;
+}
+
+/** `2 ENOSPC at /h/pending_messages, 1 EACCES at /h/pending_messages/pending-….json` (one group: no count). */
+function groupsText(failed: readonly FailedEntry[]): string {
+  const groups = failureGroups(failed);
+  if (groups.length === 1 && groups[0] !== undefined) return `${groups[0].code} at ${groups[0].where}`;
+  return groups.map((g) => `${count(g.count)} ${g.code} at ${g.where}`).join(', ');
+}
+
 /**
- * Installs signal handlers that flush within a budget and then exit with 128 + signal. A second signal while
- * the flush runs exits at once (an operator who presses Ctrl-C twice means it).
+ * Installs the stop sequence: on the first signal it runs `flush()`; the process exits once every message is
+ * on disk or reported, never before:
+ * - a second (or third) signal never aborts the flush: what is not on disk yet is written synchronously;
+ * - the budget running out does the same, within `syncBudgetMs`;
+ * - `process.exit()` from anyone (before or after this hook's listener, or without any signal) still flushes:
+ *   the `'exit'` listener writes synchronously whatever is not on disk.
+ * The exit status is 128 + signal only when every message is on disk, else {@link EXIT_FLUSH_INCOMPLETE}; the
+ * last line logged says how many were written and why the others were not.
  */
 export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook {
-  const logger = loggerFor(options.logger);
-  const budgetMs = options.budgetMs ?? 5000;
-  const signals = options.signals ?? (['SIGTERM', 'SIGINT'] as const);
+  if (typeof options.flush !== 'function') {
+    throw new GatewayInputError('EINVALID_OPTION', 'flush', `flush must be a function, got ${describeValue(options.flush)}`);
+  }
+  const budgetMs = nonNegative('budgetMs', options.budgetMs ?? 5000);
+  const syncBudgetMs = nonNegative('syncBudgetMs', options.syncBudgetMs ?? budgetMs);
+  const given: unknown = options.signals ?? ['SIGTERM', 'SIGINT'];
+  if (!Array.isArray(given) || given.some((s) => typeof s !== 'string')) {
+    throw new GatewayInputError('EINVALID_OPTION', 'signals', `signals must be a list of signal names, got ${describeValue(given)}`);
+  }
+  const signals = given as readonly NodeJS.Signals[];
   const exit = options.exit ?? true;
+  const flushOnExit = options.flushOnExit ?? true;
+  const log = (): GatewayLogger => loggerFor(options.logger);
+
+  let state: 'idle' | 'flushing' | 'done' = 'idle';
+  let signal: NodeJS.Signals | null = null;
+  let started = 0;
+  let tracked = new Set<FlushJob>();
+  let unsubscribe: (() => void) | undefined;
+  let settled: Settled = { settled: false };
+  let timer: NodeJS.Timeout | undefined;
+  let outcome: ShutdownOutcome | undefined;
+  let resolveRunning: ((o: ShutdownOutcome) => void) | undefined;
   let running: Promise<ShutdownOutcome> | undefined;
 
-  const run = async (signal: NodeJS.Signals): Promise<ShutdownOutcome> => {
-    const started = Date.now();
-    const exitCode = signalExitCode(signal);
-    let timer: NodeJS.Timeout | undefined;
-    const budget = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => {
-        resolve('timeout');
-      }, budgetMs);
-    });
-    let outcome: ShutdownOutcome;
+  /** Calls `flush()`, tracking every flush job that is running or starts from now on. */
+  const startFlush = (): void => {
+    started = Date.now();
+    tracked = new Set(activeJobs());
+    unsubscribe = onJobStart((job) => tracked.add(job));
+    let r: unknown;
     try {
-      const settled = await Promise.race([
-        Promise.resolve()
-          .then(() => options.flush())
-          .then((result) => ({ result })),
-        budget,
-      ]);
-      if (settled === 'timeout') {
-        outcome = { signal, exitCode, timedOut: true, elapsedMs: Date.now() - started };
-        logger.error(`shutdown flush did not finish within ${budgetMs} ms; exiting anyway (messages not yet written are lost)`, {
-          signal,
-        });
-      } else {
-        outcome = { signal, exitCode, timedOut: false, elapsedMs: Date.now() - started, result: settled.result };
-        if (isFlushSummary(settled.result)) {
-          const line = `shutdown flush on ${signal}: ${settled.result.written.length} written, ${settled.result.failed.length} failed`;
-          if (settled.result.failed.length > 0) logger.error(line, { signal });
-          else logger.info(line, { signal });
-        }
-      }
+      r = options.flush();
     } catch (error) {
-      outcome = { signal, exitCode, timedOut: false, elapsedMs: Date.now() - started, error };
-      logger.error(`shutdown flush threw: ${error instanceof Error ? error.message : String(error)}`, { signal });
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
-    }
-    try {
-      options.onComplete?.(outcome);
-    } finally {
-      if (exit) process.exit(exitCode);
-    }
-    return outcome;
-  };
-
-  const handler = (signal: NodeJS.Signals): void => {
-    if (running !== undefined) {
-      logger.warn(`second ${signal} during the shutdown flush; exiting now`, { signal });
-      if (exit) process.exit(signalExitCode(signal));
+      settled = { settled: true, error };
       return;
     }
-    running = run(signal);
+    if (!isPromiseLike(r)) {
+      settled = { settled: true, result: r };
+      return;
+    }
+    r.then(
+      (result) => {
+        settled = { settled: true, result };
+        if (state === 'flushing') finish(null);
+      },
+      (error: unknown) => {
+        settled = { settled: true, error };
+        if (state === 'flushing') finish(null);
+      },
+    );
   };
 
-  for (const s of signals) process.on(s, handler);
+  const summarize = (
+    jobs: readonly FlushJob[],
+    drained: DrainReason | null,
+    reason: DrainReason | null,
+  ): Pick<ShutdownOutcome, 'messages' | 'written' | 'failed' | 'complete' | 'line'> => {
+    const why =
+      drained === 'second-signal'
+        ? `; a second ${signal ?? 'signal'} during the flush: the rest was written synchronously`
+        : drained === 'exit'
+          ? signal !== null
+            ? '; process exit during the flush: the rest was written synchronously'
+            : '; process exit: flushed synchronously'
+          : drained === 'budget'
+            ? `; the ${count(budgetMs)} ms budget ran out: the rest was written synchronously`
+            : drained === 'shutdown'
+              ? '; a flush still running when the hook finished was written synchronously'
+              : '';
+    const threw = settled.error === undefined ? '' : `; the flush threw: ${messageOf(settled.error)}`;
+    if (jobs.length > 0) {
+      let messages = 0;
+      let written = 0;
+      const failedMessages: FailedEntry[] = [];
+      const dirFailures: FailedEntry[] = [];
+      for (const job of jobs) {
+        messages += job.messages();
+        written += job.writtenCount();
+        for (const f of job.failures()) (f === job.dirFailure ? dirFailures : failedMessages).push(f);
+      }
+      const failed = messages - written;
+      const dir = dirFailures[0];
+      const notDurable = dir === undefined ? '' : `; the directory fsync failed (${dir.code} at ${dir.path}): not durable`;
+      const failedText = failed > 0 ? `, ${count(failed)} failed (${failedMessages.length > 0 ? groupsText(failedMessages) : 'not written'})` : '';
+      return {
+        messages,
+        written,
+        failed,
+        complete: failed === 0 && dir === undefined && settled.error === undefined,
+        line: `pending flush: ${count(written)} of ${count(messages)} written${failedText}${notDurable}${why}${threw}`,
+      };
+    }
+    if (settled.settled && settled.error === undefined && isFlushSummary(settled.result)) {
+      const written = settled.result.written.length;
+      const failed = settled.result.failed.length;
+      return {
+        messages: written + failed,
+        written,
+        failed,
+        complete: failed === 0,
+        line: `pending flush: ${count(written)} of ${count(written + failed)} written${failed > 0 ? `, ${count(failed)} failed` : ''}${why}`,
+      };
+    }
+    if (settled.settled && settled.error === undefined) {
+      return { messages: null, written: null, failed: null, complete: true, line: `pending flush: done (the flush reported no counts)${why}` };
+    }
+    if (settled.settled) {
+      return { messages: null, written: null, failed: null, complete: false, line: `pending flush: the flush threw: ${messageOf(settled.error)}${why}` };
+    }
+    return {
+      messages: null,
+      written: null,
+      failed: null,
+      complete: false,
+      line:
+        reason === 'budget'
+          ? `pending flush: did not settle within ${count(budgetMs)} ms, and it used none of this package's flush functions, so nothing could be written synchronously`
+          : `pending flush: did not settle before the ${reason === 'exit' ? 'process exited' : 'stop'}; it used none of this package's flush functions, so nothing could be written synchronously`,
+    };
+  };
+
+  /**
+   * Ends the stop: writes synchronously whatever any tracked flush has not written yet, logs the summary
+   * line and exits (or, on the exit path, sets the exit status). Idempotent.
+   */
+  const finish = (reason: DrainReason | null, exiting?: { code: number }): ShutdownOutcome => {
+    if (outcome !== undefined) return outcome;
+    if (timer !== undefined) clearTimeout(timer);
+    const deadline = reason === 'budget' ? Date.now() + syncBudgetMs : undefined;
+    const jobs = [...tracked];
+    let drained: DrainReason | null = null;
+    for (const job of jobs) {
+      const wasOpen = job.report === undefined;
+      drainJob(job, reason ?? 'shutdown', deadline);
+      if (wasOpen) drained = reason ?? 'shutdown';
+    }
+    unsubscribe?.();
+    const summary = summarize(jobs, drained, reason);
+    const exitCode = summary.complete ? (exiting !== undefined ? exiting.code : signalExitCode(signal ?? 'SIGTERM')) : EXIT_FLUSH_INCOMPLETE;
+    const result: ShutdownOutcome = {
+      signal,
+      exitCode,
+      timedOut: reason === 'budget',
+      drained,
+      elapsedMs: Date.now() - started,
+      reports: jobs.map((j) => j.report).filter((r): r is FlushReport => r !== undefined),
+      ...summary,
+      ...(settled.settled && settled.error === undefined ? { result: settled.result } : {}),
+      ...(settled.error === undefined ? {} : { error: settled.error }),
+    };
+    outcome = result;
+    state = 'done';
+    try {
+      const fields = { signal: signal ?? undefined, exitCode };
+      if (!summary.complete) log().error(summary.line, fields);
+      else if (drained !== null || reason !== null || signal === null) log().warn(summary.line, fields);
+      else log().info(summary.line, fields);
+    } catch {
+      // a throwing logger changes nothing about the exit
+    }
+    try {
+      options.onComplete?.(result);
+    } catch (err) {
+      try {
+        log().error(`shutdown hook: onComplete threw: ${messageOf(err)}`);
+      } catch {
+        // nothing more to do
+      }
+    }
+    resolveRunning?.(result);
+    if (exiting !== undefined) {
+      if (!summary.complete) process.exitCode = EXIT_FLUSH_INCOMPLETE;
+    } else if (exit) {
+      process.exit(exitCode);
+    }
+    return result;
+  };
+
+  const run = (sig: NodeJS.Signals): Promise<ShutdownOutcome> => {
+    if (running !== undefined) return running;
+    running = new Promise<ShutdownOutcome>((resolve) => {
+      resolveRunning = resolve;
+    });
+    state = 'flushing';
+    signal = sig;
+    timer = setTimeout(() => {
+      if (state === 'flushing') finish('budget');
+    }, budgetMs);
+    startFlush();
+    if (settled.settled) finish(null);
+    return running;
+  };
+
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (state === 'idle') {
+      void run(sig);
+      return;
+    }
+    if (state === 'flushing') {
+      try {
+        log().warn(`second ${sig} during the shutdown flush: writing the rest synchronously, then exiting`, { signal: sig });
+      } catch {
+        // the drain matters, not the line
+      }
+      finish('second-signal');
+    }
+    // 'done': the process is already on its way out.
+  };
+
+  const onExit = (code: number): void => {
+    if (state === 'done' || !flushOnExit) return;
+    if (state === 'idle') {
+      state = 'flushing';
+      startFlush();
+    }
+    finish('exit', { code });
+  };
+
+  for (const s of signals) process.on(s, onSignal);
+  process.on('exit', onExit);
   return {
     uninstall() {
-      for (const s of signals) process.off(s, handler);
+      for (const s of signals) process.off(s, onSignal);
+      process.off('exit', onExit);
     },
-    trigger(signal) {
-      running ??= run(signal);
-      return running;
+    trigger(sig) {
+      return run(sig);
     },
   };
 }

@@ -53,4 +53,13 @@ export interface SessionStore {
    * `notAfter` (epoch seconds), or null.
    */
   resolveSessionIdForKey?(sessionKey: string, notAfter?: number): string | null;
+  /**
+   * Optional, and what recovery relies on before it removes a committed file: makes every committed
+   * transaction durable in the store's main storage (SQLite: a WAL checkpoint into the database file), and
+   * says whether that completed. A store without it must make `commitRecovered` itself durable in its main
+   * storage before returning. Throws only when the store itself fails.
+   */
+  checkpoint?(): { readonly complete: boolean; readonly busy?: boolean };
+  /** Optional: the store's file, named in error lines (`SQLITE_READONLY at /home/…/state.db`). */
+  readonly path?: string;
 }

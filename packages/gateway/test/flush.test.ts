@@ -108,18 +108,27 @@ describe('flushPending (pending slots)', () => {
       ['worse', 'EINVALID_MESSAGE', 'serialize'],
     ]);
     expect(names(spoolDir(home))).toHaveLength(1);
-    expect(logger.lines.filter((l) => l.level === 'error')).toHaveLength(2);
-    expect(logger.lines[0]?.message).toContain('NOT written');
-    expect(logger.lines[0]?.message).toContain('Fix: pass a string');
+    // One line per cause (code), with the count; the per-message detail is in the report.
+    const errors = logger.lines.filter((l) => l.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toMatch(/^2 pending message\(s\) NOT written: EINVALID_MESSAGE at /);
+    expect(errors[0]?.message).toContain('Fix: pass a string');
+    expect(errors[0]?.fields).toMatchObject({ code: 'EINVALID_MESSAGE', count: 2 });
   });
 });
 
 describe('flushOverflow (FIFO tails)', () => {
-  it('one file per queued event, in arrival order (seq and index), skipping empty keys and lists', async () => {
+  it('one file per queued event, in arrival order (seq and index); empty lists skipped, an empty key refused', async () => {
     const home = homeIn();
     const g = await freshGateway();
-    const report = await g.flushOverflow({ [KEY]: ['one', 'two', { text: 'three' }], '': ['ignored'], empty: [] }, { home, now: () => 1700000000 });
+    const logger = memoryLogger();
+    const report = await g.flushOverflow({ [KEY]: ['one', 'two', { text: 'three' }], '': ['refused'], empty: [] }, { home, now: () => 1700000000, logger });
     expect(report.written.map((w) => w.sessionKey)).toEqual([KEY, KEY, KEY]);
+    // A message under an empty session key is not dropped silently: it is a failed entry, logged.
+    expect(report.failed.map((f) => [f.sessionKey, f.code, f.message.split(' [')[0]])).toEqual([
+      ['', 'EINVALID_MESSAGE', 'not a pending message (the session key is empty); nothing was written for it'],
+    ]);
+    expect(logger.lines.filter((l) => l.level === 'error')).toHaveLength(1);
     const payloads = report.written.map((w) => readJson(w.path) as Record<string, unknown>);
     expect(payloads.map((p) => [p.kind, p.index, (p.data as { text: string }).text, p.ts, p.seq])).toEqual([
       ['overflow', 0, 'one', 1700000000, 0],

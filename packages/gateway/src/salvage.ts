@@ -1,0 +1,476 @@
+/**
+ * Salvage of temp files a killed writer left in `pending_messages/`. An atomic write creates its payload
+ * under a temp name, fsyncs it and renames it into place; a `SIGKILL` (a stop timeout) between the fsync and
+ * the rename leaves a complete, durable payload under the temp name, which no `*.json` listing sees. Such a
+ * payload is adopted: linked to the name it was written for (never over an existing file), once. A temp that
+ * is not a complete payload is moved aside as `.partial` and reported — never deleted.
+ *
+ * Temp names are recognised only through @hermes/fs-policy's `parseTempName()` (its format is fs-policy's
+ * to change) and the Python reference's `mkstemp` names (`.<stem>_<8 random>.tmp`, for `<stem>.json`).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fsyncDirectorySync, hintFor, parseTempName, pidAlive } from '@hermes/fs-policy';
+import { parseJsonTolerant } from './json.js';
+import { count, type GatewayLogger, loggerFor } from './log.js';
+import { classifyPayload, isRecord } from './payload.js';
+import { READ_FLAGS, spoolTextOf } from './read.js';
+import { type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
+
+/** A temp whose writer may still be alive is left alone until it is this old (default one minute). */
+export const DEFAULT_SALVAGE_MIN_AGE_MS = 60_000;
+/** A temp larger than this is no payload this package wrote; it is left in place and reported. */
+const MAX_TEMP_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The Python reference's temp name for `<stem>.json`: `tempfile.mkstemp(prefix=".<stem>_", suffix=".tmp")`,
+ * whose random part is 8 characters of `[a-z0-9_]`.
+ */
+const PYTHON_TEMP = /^\.(.+)_([a-z0-9_]{8})\.tmp$/;
+
+export interface SalvageOptions extends SpoolLocationOptions {
+  logger?: GatewayLogger;
+  /**
+   * A temp whose writer cannot be proven dead (its pid is alive — perhaps recycled — or the name carries no
+   * pid, as the Python reference's) is left alone until its last write is this old (default
+   * {@link DEFAULT_SALVAGE_MIN_AGE_MS}): a live writer's rename must never be pre-empted.
+   */
+  minAgeMs?: number;
+  /** The clock, epoch milliseconds (tests). */
+  now?: number;
+}
+
+/** Why a temp file was left where it is (nothing about it changed). */
+export type SalvageLeftReason =
+  /** Its writer is alive and the file is younger than `minAgeMs`: a write in progress. */
+  | 'writer-alive'
+  /** No pid in the name (Python reference) and younger than `minAgeMs`. */
+  | 'too-recent'
+  /** Another uid's file this process cannot read; that uid's recovery salvages it. */
+  | 'foreign'
+  /** A symbolic link, FIFO, directory… under a temp name (never followed). */
+  | 'not-a-regular-file'
+  /** Complete JSON that is not a spool payload, or a name that is no payload's. */
+  | 'not-a-payload'
+  /** A complete payload whose final name holds different bytes: both are kept for the operator. */
+  | 'conflict';
+
+export interface SalvageReport {
+  readonly dir: string;
+  /** Temp files found (fs-policy's and the Python reference's names). */
+  scanned: number;
+  /** Complete payloads now in the spool under the name they were written for. */
+  readonly adopted: { readonly temp: string; readonly path: string; readonly bytes: number }[];
+  /** Complete payloads whose final file already held the same bytes: the redundant temp copy was removed. */
+  readonly duplicates: { readonly temp: string; readonly path: string }[];
+  /** Incomplete payloads, renamed `<temp name without the dot>.partial` (never deleted). */
+  readonly partial: { readonly temp: string; readonly partialPath: string; readonly bytes: number; readonly detail: string }[];
+  readonly left: { readonly temp: string; readonly reason: SalvageLeftReason; readonly detail: string }[];
+  readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
+  /** False when the directory fsync after the renames failed. */
+  durable: boolean;
+}
+
+interface Candidate {
+  readonly name: string;
+  readonly target: string;
+  /** The writer's pid, when the name carries one. */
+  readonly pid: number | undefined;
+}
+
+/** The payload name a temp file was written for, or undefined when `name` is no temp name of a payload writer. */
+export function tempTarget(name: string): { target: string; pid: number | undefined } | undefined {
+  const fsPolicy = parseTempName(name);
+  if (fsPolicy !== null) {
+    if (fsPolicy.type !== 'tmp') return undefined; // rollback copies are fs-policy's to sweep
+    return { target: fsPolicy.target, pid: fsPolicy.pid };
+  }
+  const py = PYTHON_TEMP.exec(name);
+  if (py?.[1] !== undefined) return { target: `${py[1]}.json`, pid: undefined };
+  return undefined;
+}
+
+function euid(): number {
+  return typeof process.geteuid === 'function' ? process.geteuid() : -1;
+}
+
+function egid(): number {
+  return typeof process.getegid === 'function' ? process.getegid() : -1;
+}
+
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A plain payload name: no separator, not hidden, `*.json`. */
+function isPayloadName(name: string): boolean {
+  return name.endsWith('.json') && name.length > '.json'.length && !name.startsWith('.') && !name.includes('/') && !name.includes('\0');
+}
+
+function readAll(fd: number, size: number): Buffer {
+  const buf = Buffer.allocUnsafe(size);
+  let off = 0;
+  while (off < size) {
+    const n = fs.readSync(fd, buf, off, size - off, off);
+    if (n === 0) break;
+    off += n;
+  }
+  return off === size ? buf : buf.subarray(0, off);
+}
+
+/** The bytes of a regular file, never through a link; undefined when it does not exist. */
+function readRegular(p: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, READ_FLAGS);
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw Object.assign(new Error(`${p} is not a regular file`), { code: 'ENOTREGULAR' });
+    return readAll(fd, st.size);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Why these bytes are not a complete payload, or undefined when they are one. */
+function incompleteBecause(bytes: Buffer): { partial: string } | { notPayload: string } | undefined {
+  if (bytes.length === 0) return { partial: 'empty' };
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return { partial: 'not valid UTF-8 (cut inside a character?)' };
+  }
+  let payload: unknown;
+  try {
+    payload = parseJsonTolerant(spoolTextOf(text).text);
+  } catch (err) {
+    return { partial: `not complete JSON (${messageOf(err)})` };
+  }
+  if (!isRecord(payload)) return { notPayload: 'complete JSON, but not an object' };
+  if (classifyPayload(payload) === 'unknown') return { notPayload: 'complete JSON, but none of the payload shapes' };
+  return undefined;
+}
+
+class Salvage {
+  readonly report: SalvageReport;
+  readonly #loc: SpoolLocation;
+  readonly #logger: GatewayLogger;
+  readonly #minAgeMs: number;
+  readonly #now: number;
+  #changed = false;
+
+  constructor(loc: SpoolLocation, options: SalvageOptions) {
+    this.#loc = loc;
+    this.#logger = loggerFor(options.logger);
+    this.#minAgeMs = options.minAgeMs ?? DEFAULT_SALVAGE_MIN_AGE_MS;
+    this.#now = options.now ?? Date.now();
+    this.report = { dir: loc.dir, scanned: 0, adopted: [], duplicates: [], partial: [], left: [], errors: [], durable: true };
+  }
+
+  #error(p: string, err: unknown, what: string): void {
+    const code = codeOf(err);
+    this.report.errors.push({ path: p, code, message: `${what}: ${messageOf(err)}`, hint: hintFor(code, p, euid(), egid()) });
+  }
+
+  #left(temp: string, reason: SalvageLeftReason, detail: string): void {
+    this.report.left.push({ temp, reason, detail });
+  }
+
+  run(): SalvageReport {
+    const dir = this.#loc.dir;
+    const candidates: Candidate[] = [];
+    let handle: fs.Dir;
+    try {
+      handle = fs.opendirSync(dir, { bufferSize: 256 });
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') this.#error(dir, err, `cannot list ${dir}`);
+      return this.report;
+    }
+    try {
+      for (;;) {
+        let entry: fs.Dirent | null;
+        try {
+          entry = handle.readSync();
+        } catch (err) {
+          this.#error(dir, err, `cannot list ${dir}`);
+          break;
+        }
+        if (entry === null) break;
+        if (!entry.name.startsWith('.')) continue;
+        const parsed = tempTarget(entry.name);
+        if (parsed === undefined) continue;
+        this.report.scanned++;
+        if (!entry.isFile()) {
+          this.#left(path.join(dir, entry.name), 'not-a-regular-file', `${entry.name} is not a regular file`);
+          continue;
+        }
+        candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid });
+      }
+    } finally {
+      handle.closeSync();
+    }
+    candidates.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const c of candidates) this.#one(c);
+    if (this.#changed) {
+      try {
+        fsyncDirectorySync(dir);
+      } catch (err) {
+        this.report.durable = false;
+        this.#error(dir, err, `fsync of ${dir} after salvaging temp files failed`);
+      }
+    }
+    this.#log();
+    return this.report;
+  }
+
+  #one(c: Candidate): void {
+    const dir = this.#loc.dir;
+    const temp = path.join(dir, c.name);
+    if (!isPayloadName(c.target)) {
+      this.#left(temp, 'not-a-payload', `${c.name} belongs to ${c.target}, which is no payload name`);
+      return;
+    }
+    let fd: number;
+    try {
+      fd = fs.openSync(temp, READ_FLAGS);
+    } catch (err) {
+      const code = codeOf(err);
+      if (code === 'ENOENT') return; // renamed or salvaged meanwhile
+      if (code === 'ELOOP') {
+        this.#left(temp, 'not-a-regular-file', `${c.name} is a symbolic link`);
+        return;
+      }
+      if (code === 'EACCES' || code === 'EPERM') {
+        let owner: number | undefined;
+        try {
+          owner = fs.lstatSync(temp).uid;
+        } catch {
+          owner = undefined;
+        }
+        if (owner !== undefined && owner !== euid()) {
+          this.#left(temp, 'foreign', `${c.name} belongs to uid ${String(owner)}; that uid's recovery salvages it`);
+          return;
+        }
+      }
+      this.#error(temp, err, `cannot read ${temp}`);
+      return;
+    }
+    let bytes: Buffer;
+    let st: fs.Stats;
+    try {
+      st = fs.fstatSync(fd);
+      if (!st.isFile()) {
+        this.#left(temp, 'not-a-regular-file', `${c.name} is not a regular file`);
+        return;
+      }
+      const age = this.#now - st.mtimeMs;
+      const writerAlive = c.pid !== undefined && pidAlive(c.pid);
+      if ((writerAlive || c.pid === undefined) && age < this.#minAgeMs) {
+        this.#left(
+          temp,
+          writerAlive ? 'writer-alive' : 'too-recent',
+          writerAlive
+            ? `its writer (pid ${String(c.pid)}) is alive and the file is ${String(Math.round(age))} ms old: a write in progress`
+            : `${String(Math.round(age))} ms old; a temp whose writer cannot be checked waits ${String(this.#minAgeMs)} ms`,
+        );
+        return;
+      }
+      if (st.size > MAX_TEMP_BYTES) {
+        this.#left(temp, 'not-a-payload', `${String(st.size)} bytes: larger than any payload`);
+        return;
+      }
+      bytes = readAll(fd, st.size);
+    } catch (err) {
+      this.#error(temp, err, `cannot read ${temp}`);
+      return;
+    } finally {
+      fs.closeSync(fd);
+    }
+    const verdict = incompleteBecause(bytes);
+    if (verdict !== undefined && 'notPayload' in verdict) {
+      this.#left(temp, 'not-a-payload', `${c.name}: ${verdict.notPayload}`);
+      return;
+    }
+    if (verdict !== undefined) {
+      this.#moveAside(c, temp, bytes.length, verdict.partial);
+      return;
+    }
+    this.#adopt(c, temp, bytes, st);
+  }
+
+  /** Links a complete payload to its final name (never over an existing file), then removes the temp name. */
+  #adopt(c: Candidate, temp: string, bytes: Buffer, st: fs.Stats): void {
+    const final = path.join(this.#loc.dir, c.target);
+    let linked = false;
+    try {
+      fs.linkSync(temp, final);
+      linked = true;
+    } catch (err) {
+      const code = codeOf(err);
+      if (code === 'EEXIST') {
+        this.#existing(c, temp, final, bytes);
+        return;
+      }
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'EMLINK') {
+        this.#error(temp, err, `cannot adopt ${temp} as ${final}`);
+        return;
+      }
+    }
+    if (!linked) {
+      // A filesystem without hard links: rename, after making sure nothing holds the final name.
+      try {
+        fs.lstatSync(final);
+        this.#existing(c, temp, final, bytes);
+        return;
+      } catch (err) {
+        if (codeOf(err) !== 'ENOENT') {
+          this.#error(final, err, `cannot examine ${final}`);
+          return;
+        }
+      }
+      try {
+        fs.renameSync(temp, final);
+      } catch (err) {
+        this.#error(temp, err, `cannot adopt ${temp} as ${final}`);
+        return;
+      }
+      this.#changed = true;
+      this.report.adopted.push({ temp, path: final, bytes: bytes.length });
+      return;
+    }
+    this.#changed = true;
+    // The name now holds the inode that was read (checked on the descriptor's identity, not on the path twice).
+    let same: boolean;
+    try {
+      const now = fs.lstatSync(final);
+      same = now.ino === st.ino && now.dev === st.dev;
+    } catch {
+      same = false;
+    }
+    if (!same) {
+      this.#left(temp, 'conflict', `${c.name} was replaced while it was being adopted; ${c.target} and the temp are left for the operator`);
+      return;
+    }
+    this.report.adopted.push({ temp, path: final, bytes: bytes.length });
+    this.#unlinkTemp(temp);
+  }
+
+  /** The final name exists: the temp is a redundant copy when the bytes are equal, else a conflict. */
+  #existing(c: Candidate, temp: string, final: string, bytes: Buffer): void {
+    let current: Buffer | undefined;
+    try {
+      current = readRegular(final);
+    } catch (err) {
+      this.#left(temp, 'conflict', `${c.target} exists and cannot be compared (${codeOf(err)}); both are left`);
+      return;
+    }
+    if (current === undefined) {
+      // Removed meanwhile (recovered by a concurrent pass): the next salvage adopts the temp.
+      this.#left(temp, 'conflict', `${c.target} vanished while ${c.name} was being compared; the next pass adopts it`);
+      return;
+    }
+    if (!current.equals(bytes)) {
+      this.#left(temp, 'conflict', `${c.target} exists with different content; both are left for the operator`);
+      return;
+    }
+    this.report.duplicates.push({ temp, path: final });
+    this.#unlinkTemp(temp);
+  }
+
+  #unlinkTemp(temp: string): void {
+    try {
+      fs.unlinkSync(temp);
+      this.#changed = true;
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') this.#error(temp, err, `cannot remove the temp name ${temp} (its payload is in place; the next pass removes it)`);
+    }
+  }
+
+  /** Renames an incomplete temp to `<name without the leading dot>.partial`, never over an existing file. */
+  #moveAside(c: Candidate, temp: string, size: number, detail: string): void {
+    const base = path.join(this.#loc.dir, `${c.name.slice(1)}.partial`);
+    let target = base;
+    for (let i = 1; ; i++) {
+      try {
+        fs.lstatSync(target);
+      } catch (err) {
+        if (codeOf(err) === 'ENOENT') break;
+        this.#error(target, err, `cannot examine ${target}`);
+        return;
+      }
+      target = `${base}.${String(i)}`;
+    }
+    try {
+      fs.renameSync(temp, target);
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') this.#error(temp, err, `cannot move the incomplete ${temp} aside`);
+      return;
+    }
+    this.#changed = true;
+    this.report.partial.push({ temp, partialPath: target, bytes: size, detail });
+  }
+
+  #log(): void {
+    const r = this.report;
+    try {
+      if (r.adopted.length > 0 || r.partial.length > 0 || r.duplicates.length > 0) {
+        this.#logger.warn(
+          `pending salvage: ${count(r.adopted.length)} complete payload(s) adopted from temp files, ` +
+            `${count(r.duplicates.length)} redundant temp copy(ies) removed, ${count(r.partial.length)} incomplete temp file(s) moved aside as .partial`,
+          { path: r.dir, adopted: r.adopted.length, duplicates: r.duplicates.length, partial: r.partial.length },
+        );
+      }
+      const byReason = new Map<SalvageLeftReason, { n: number; first: string }>();
+      for (const l of r.left) {
+        const g = byReason.get(l.reason);
+        if (g === undefined) byReason.set(l.reason, { n: 1, first: l.detail });
+        else g.n++;
+      }
+      for (const [reason, g] of byReason) {
+        const line = `pending salvage: ${count(g.n)} temp file(s) left in place (${reason}): ${g.first}`;
+        if (reason === 'conflict' || reason === 'not-a-payload') this.#logger.warn(line, { path: r.dir });
+        else this.#logger.info(line, { path: r.dir });
+      }
+      for (const e of r.errors) this.#logger.error(`pending salvage: ${e.message}`, { path: e.path, code: e.code, uid: euid(), hint: e.hint });
+    } catch {
+      // the report tells the story
+    }
+  }
+}
+
+/**
+ * Adopts the complete payloads that killed writers left under temp names in `pending_messages/`, exactly
+ * once, and moves incomplete ones aside as `.partial`. `recoverPending` runs it first; `hermes-fs doctor`
+ * calls it before it sweeps temp files, so no complete payload is ever swept. Never throws for file problems
+ * (they are in `errors`); never deletes anything but a temp name whose payload is in place under its final name.
+ */
+export function salvageTemps(options: SalvageOptions = {}): SalvageReport {
+  let loc: SpoolLocation;
+  try {
+    loc = spoolLocation(options);
+  } catch (err) {
+    const p = options.home ?? '';
+    const code = codeOf(err);
+    return {
+      dir: p,
+      scanned: 0,
+      adopted: [],
+      duplicates: [],
+      partial: [],
+      left: [],
+      errors: [{ path: p, code, message: messageOf(err), hint: hintFor(code, p, euid(), egid()) }],
+      durable: true,
+    };
+  }
+  return new Salvage(loc, options).run();
+}
