@@ -6,6 +6,9 @@
  * job that is not on disk yet ({@link drainJob}). A payload written twice (once by the interrupted async
  * write, once by the drain) goes to the same name with the same bytes, so it exists once.
  */
+import * as fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import {
   atomicWrite,
   atomicWriteSync,
@@ -23,8 +26,6 @@ import { SPOOL_KIND, type SpoolLocation } from './spool.js';
 
 /** What made the rest of a flush go the synchronous way. */
 export type DrainReason =
-  /** A second (or later) stop signal arrived while the async flush ran. */
-  | 'second-signal'
   /** The process is exiting (`process.exit()` from any listener, or the event loop ran dry). */
   | 'exit'
   /** The shutdown hook's budget ran out before the async flush settled. */
@@ -356,6 +357,114 @@ export function drainAll(reason: DrainReason, deadline?: number): FlushJob[] {
   const jobs = activeJobs();
   for (const job of jobs) drainJob(job, reason, deadline);
   return jobs;
+}
+
+const WORKER_FILE = fileURLToPath(new URL('./drain-worker.js', import.meta.url));
+/** How long the blocked main thread waits for the drain worker to start before it writes on its own. */
+const WORKER_START_MS = 3000;
+/** Room for one failure's details in the shared buffer (a failure line is a few hundred bytes). */
+const DETAIL_BYTES_PER_ITEM = 2048;
+
+interface WorkerFailure {
+  code: string;
+  path: string;
+  step: string;
+  message: string;
+  hint: string;
+  uid: number;
+  gid: number;
+  line: string;
+}
+
+/**
+ * The exit path's drain: the main thread cannot await inside `process.exit()`, and writing 2,000 payloads one
+ * fsync after the other takes seconds, so the payloads that are not on disk yet are handed to a worker thread
+ * that writes them many at once, while the main thread blocks on a shared flag (at most `timeoutMs`). What
+ * the worker could not settle — it did not start, it ran out of time, a job of another home — is then
+ * written by {@link drainJob} one by one, which also fsyncs each directory and finalizes every job. Never
+ * throws; without worker threads it is exactly `drainJob`.
+ */
+export function drainBlocking(jobs: readonly FlushJob[], reason: DrainReason, timeoutMs: number, concurrency = 32): void {
+  const open = jobs.filter((j) => j.report === undefined);
+  const todo: { job: FlushJob; item: Item }[] = [];
+  for (const job of open) {
+    job.drained = reason;
+    let ready = true;
+    try {
+      secureMkdirSync(job.loc.dir, SPOOL_KIND, { env: job.loc.env });
+    } catch {
+      ready = false; // drainJob reports it for each payload
+    }
+    if (!ready) continue;
+    for (const item of job.items) if (item.state === 'planned' || item.state === 'writing') todo.push({ job, item });
+  }
+  if (todo.length > 1 && fs.existsSync(WORKER_FILE)) {
+    try {
+      runDrainWorker(todo, timeoutMs, concurrency);
+    } catch {
+      // no worker (unavailable, refused, env not cloneable): drainJob writes everything on this thread
+    }
+  }
+  for (const job of open) drainJob(job, reason);
+}
+
+function runDrainWorker(todo: readonly { job: FlushJob; item: Item }[], timeoutMs: number, concurrency: number): void {
+  const n = todo.length;
+  const statusBuf = new SharedArrayBuffer(4 * (n + 1));
+  const modesBuf = new SharedArrayBuffer(4 * n);
+  const detailsBuf = new SharedArrayBuffer(64 * 1024 + DETAIL_BYTES_PER_ITEM * n);
+  const status = new Int32Array(statusBuf);
+  const modes = new Int32Array(modesBuf);
+  const env = todo[0]?.job.loc.env;
+  // One worker for one environment: items of another home's job are left to drainJob.
+  const mine = todo.filter((t) => t.job.loc.env === env);
+  const worker = new Worker(WORKER_FILE, {
+    workerData: {
+      items: mine.map((t) => ({ path: t.item.path, data: t.item.data })),
+      env,
+      concurrency,
+      status: statusBuf,
+      modes: modesBuf,
+      details: detailsBuf,
+    },
+    stdout: false,
+    stderr: false,
+  });
+  worker.unref();
+  try {
+    const started = Date.now();
+    if (Atomics.wait(status, 0, 0, WORKER_START_MS) === 'timed-out') return;
+    const left = Math.max(0, timeoutMs - (Date.now() - started));
+    if (Atomics.load(status, 0) === 2) Atomics.wait(status, 0, 2, left);
+    let details: Record<string, WorkerFailure> = {};
+    if (Atomics.load(status, 0) === 1) {
+      const view = new DataView(detailsBuf);
+      const length = view.getInt32(0, true);
+      if (length > 0) {
+        try {
+          details = JSON.parse(Buffer.from(new Uint8Array(detailsBuf, 4, length)).toString('utf8')) as Record<string, WorkerFailure>;
+        } catch {
+          details = {};
+        }
+      }
+    }
+    mine.forEach(({ job, item }, i) => {
+      const st = Atomics.load(status, i + 1);
+      if (st === 1) {
+        if (job.report !== undefined || item.state === 'written') return;
+        item.state = 'written';
+        item.failed = undefined;
+        item.written = { path: item.path, kind: item.kind, sessionKey: item.sessionKey, bytes: item.data.length, mode: Atomics.load(modes, i), ts: item.ts, seq: item.seq };
+      } else if (st === 2) {
+        const f = details[String(i)];
+        if (f === undefined || job.report !== undefined || item.state === 'written') return; // drainJob tries it again
+        item.state = 'failed';
+        item.failed = { ...f, target: item.path, kind: item.kind, sessionKey: item.sessionKey };
+      }
+    });
+  } finally {
+    void worker.terminate().catch(() => undefined);
+  }
 }
 
 /**

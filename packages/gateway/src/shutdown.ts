@@ -1,6 +1,16 @@
 import { constants as osConstants } from 'node:os';
 import { describeValue, GatewayInputError } from './errors.js';
-import { activeJobs, type DrainReason, drainJob, type FailedEntry, failureGroups, type FlushJob, type FlushReport, onJobStart } from './jobs.js';
+import {
+  activeJobs,
+  type DrainReason,
+  drainBlocking,
+  drainJob,
+  type FailedEntry,
+  failureGroups,
+  type FlushJob,
+  type FlushReport,
+  onJobStart,
+} from './jobs.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
 
 /**
@@ -51,6 +61,8 @@ export interface ShutdownOutcome {
   readonly timedOut: boolean;
   /** What made the rest of the flush go the synchronous way (null: the async flush settled by itself). */
   readonly drained: DrainReason | null;
+  /** Stop signals that arrived while the flush ran (each was logged; none aborted it). */
+  readonly extraSignals: number;
   readonly elapsedMs: number;
   /** Messages handed to this package's flushes during the stop; null when the flush used none of them. */
   readonly messages: number | null;
@@ -154,6 +166,8 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
   let timer: NodeJS.Timeout | undefined;
   let outcome: ShutdownOutcome | undefined;
   let resolveRunning: ((o: ShutdownOutcome) => void) | undefined;
+  let extraSignals = 0;
+  const extraNames: string[] = [];
   let running: Promise<ShutdownOutcome> | undefined;
 
   /** Calls `flush()`, tracking every flush job that is running or starts from now on. */
@@ -189,18 +203,21 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     drained: DrainReason | null,
     reason: DrainReason | null,
   ): Pick<ShutdownOutcome, 'messages' | 'written' | 'failed' | 'complete' | 'line'> => {
+    const more =
+      extraSignals > 0
+        ? `; ${extraSignals === 1 ? 'a second signal' : `${count(extraSignals)} more signals`} (${[...new Set(extraNames)].join(', ')}) during the flush did not abort it`
+        : '';
     const why =
-      drained === 'second-signal'
-        ? `; a second ${signal ?? 'signal'} during the flush: the rest was written synchronously`
-        : drained === 'exit'
+      more +
+      (drained === 'exit'
           ? signal !== null
-            ? '; process exit during the flush: the rest was written synchronously'
-            : '; process exit: flushed synchronously'
+            ? '; the process exited during the flush: the rest was written before the exit completed'
+            : '; the process exited: flushed before the exit completed'
           : drained === 'budget'
             ? `; the ${count(budgetMs)} ms budget ran out: the rest was written synchronously`
             : drained === 'shutdown'
               ? '; a flush still running when the hook finished was written synchronously'
-              : '';
+              : '');
     const threw = settled.error === undefined ? '' : `; the flush threw: ${messageOf(settled.error)}`;
     if (jobs.length > 0) {
       let messages = 0;
@@ -260,13 +277,16 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
   const finish = (reason: DrainReason | null, exiting?: { code: number }): ShutdownOutcome => {
     if (outcome !== undefined) return outcome;
     if (timer !== undefined) clearTimeout(timer);
-    const deadline = reason === 'budget' ? Date.now() + syncBudgetMs : undefined;
     const jobs = [...tracked];
-    let drained: DrainReason | null = null;
-    for (const job of jobs) {
-      const wasOpen = job.report === undefined;
-      drainJob(job, reason ?? 'shutdown', deadline);
-      if (wasOpen) drained = reason ?? 'shutdown';
+    const open = jobs.some((j) => j.report === undefined);
+    const drained: DrainReason | null = open ? (reason ?? 'shutdown') : null;
+    if (reason === 'exit') {
+      // Inside process.exit(): nothing can be awaited; a worker thread writes in parallel while this blocks.
+      drainBlocking(jobs, 'exit', Math.max(budgetMs, 1000));
+    } else {
+      // The budget ran out (the async writes are stalled), or a flush outlived the hook: one by one, here.
+      const deadline = reason === 'budget' ? Date.now() + syncBudgetMs : undefined;
+      for (const job of jobs) drainJob(job, drained ?? 'shutdown', deadline);
     }
     unsubscribe?.();
     const summary = summarize(jobs, drained, reason);
@@ -276,6 +296,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
       exitCode,
       timedOut: reason === 'budget',
       drained,
+      extraSignals,
       elapsedMs: Date.now() - started,
       reports: jobs.map((j) => j.report).filter((r): r is FlushReport => r !== undefined),
       ...summary,
@@ -286,9 +307,12 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     state = 'done';
     try {
       const fields = { signal: signal ?? undefined, exitCode };
+      // Messages that had to be spooled at stop were not delivered: that is worth a warning even when all of
+      // them are on disk. Nothing to spool and a plain stop is the only quiet case.
+      const quiet = (summary.messages === null || summary.messages === 0) && drained === null && reason === null && extraSignals === 0;
       if (!summary.complete) log().error(summary.line, fields);
-      else if (drained !== null || reason !== null || signal === null) log().warn(summary.line, fields);
-      else log().info(summary.line, fields);
+      else if (quiet) log().info(summary.line, fields);
+      else log().warn(summary.line, fields);
     } catch {
       // a throwing logger changes nothing about the exit
     }
@@ -331,12 +355,20 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
       return;
     }
     if (state === 'flushing') {
+      // Never aborts the flush: the async writes are the fastest way to the end; the budget still applies.
+      extraSignals++;
+      extraNames.push(sig);
       try {
-        log().warn(`second ${sig} during the shutdown flush: writing the rest synchronously, then exiting`, { signal: sig });
+        let written = 0;
+        let messages = 0;
+        for (const job of tracked) {
+          written += job.writtenCount();
+          messages += job.messages();
+        }
+        log().warn(`${sig} during the shutdown flush: the flush is not aborted (${count(written)} of ${count(messages)} written so far)`, { signal: sig });
       } catch {
-        // the drain matters, not the line
+        // the flush matters, not the line
       }
-      finish('second-signal');
     }
     // 'done': the process is already on its way out.
   };
