@@ -1,0 +1,153 @@
+/**
+ * Failures injected through @hermes/fs-policy's fault port (requests matched on `step` and `path` only):
+ * one payload refused, the directory fsyncs a flush makes, a stalled disk that the budget hands to the
+ * synchronous path.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { type Req, setFaultHook } from '@hermes/fs-policy/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { flushOverflow, flushOverflowSync, flushPending, installShutdownHook } from '../src/index.js';
+import { memoryLogger, names, spoolDir, tempDir } from './helpers.js';
+
+afterEach(() => {
+  setFaultHook(undefined);
+});
+
+const KEY = 'agent:main:telegram:dm:9';
+
+function messages(n: number): { text: string; session_id: string }[] {
+  return Array.from({ length: n }, (_, i) => ({ text: `f-${String(i).padStart(2, '0')}`, session_id: 's' }));
+}
+
+function eacces(p: string): Error {
+  return Object.assign(new Error(`EACCES: permission denied, open '${p}'`), { code: 'EACCES', errno: -13 });
+}
+
+describe('one payload write refused (EACCES through the fault port)', () => {
+  it.each(['async', 'sync'] as const)('%s: that message is in failed, every other one in written', async (mode) => {
+    const home = path.join(tempDir(), 'home');
+    const dir = spoolDir(home);
+    // Refuse the open of the 4th payload file the flush writes (its step and its path, nothing else).
+    const seen: string[] = [];
+    let refused: string | undefined;
+    setFaultHook((req: Req) => {
+      if (req.step !== 'open' || path.dirname(req.path) !== dir) return undefined;
+      if (!seen.includes(req.path)) seen.push(req.path);
+      if (seen.indexOf(req.path) === 3) {
+        refused = req.path;
+        throw eacces(req.path);
+      }
+      return undefined;
+    });
+    const logger = memoryLogger();
+    const input = { [KEY]: messages(10) };
+    const report = mode === 'async' ? await flushOverflow(input, { home, logger, concurrency: 1 }) : flushOverflowSync(input, { home, logger });
+    setFaultHook(undefined);
+    expect(refused).toBeDefined();
+    expect(report.failed).toHaveLength(1);
+    expect(report.failed[0]).toMatchObject({ code: 'EACCES', step: 'open', target: refused, kind: 'overflow', sessionKey: KEY });
+    expect(report.written).toHaveLength(9);
+    expect(report.written.map((w) => w.path)).not.toContain(refused);
+    expect(report.durable).toBe(true);
+    // The refused message is the only one missing on disk.
+    const onDisk = names(dir).map((n) => (JSON.parse(fs.readFileSync(path.join(dir, n), 'utf8')) as { data: { text: string } }).data.text);
+    expect(onDisk.sort()).toEqual(messages(10).map((m) => m.text).filter((t) => t !== 'f-03'));
+    expect(path.basename(refused ?? '')).not.toBe('');
+    expect(logger.lines.filter((l) => l.level === 'error').map((l) => l.message)).toEqual([expect.stringMatching(/^1 pending message\(s\) NOT written: .*EACCES/)]);
+  });
+});
+
+describe('a flush fsyncs each payload and then the directory, once', () => {
+  it.each(['async', 'sync'] as const)('%s: 25 payloads → 25 file fsyncs, 1 directory fsync of pending_messages/', async (mode) => {
+    const home = path.join(tempDir(), 'home');
+    const dir = spoolDir(home);
+    const fileFsyncs: string[] = [];
+    const dirFsyncs: string[] = [];
+    setFaultHook((req: Req) => {
+      if (req.step === 'fsync' && path.dirname(req.path) === dir) fileFsyncs.push(req.path);
+      if (req.step === 'fsync-dir' && req.op === 'fsync') dirFsyncs.push(req.path);
+      return undefined;
+    });
+    const input = { [KEY]: messages(25) };
+    const report = mode === 'async' ? await flushOverflow(input, { home }) : flushOverflowSync(input, { home });
+    setFaultHook(undefined);
+    expect(report.written).toHaveLength(25);
+    expect(new Set(fileFsyncs).size).toBe(25);
+    expect(fileFsyncs).toHaveLength(25);
+    expect(dirFsyncs).toEqual([dir]);
+  });
+
+  it('a failed directory fsync is reported (durable: false) and counted as a failure of the stop', async () => {
+    const home = path.join(tempDir(), 'home');
+    setFaultHook((req: Req) => {
+      if (req.step === 'fsync-dir' && req.op === 'fsync') throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO', errno: -5 });
+      return undefined;
+    });
+    const logger = memoryLogger();
+    const hook = installShutdownHook({ flush: () => flushPending({ a: 'x', b: 'y' }, { home, logger }), exit: false, signals: [], logger });
+    const outcome = await hook.trigger('SIGTERM');
+    hook.uninstall();
+    expect(outcome.reports[0]?.durable).toBe(false);
+    expect(outcome).toMatchObject({ complete: false, exitCode: 74, written: 2, messages: 2, failed: 0 });
+    expect(outcome.line).toBe(`pending flush: 2 of 2 written; the directory fsync failed (EIO at ${spoolDir(home)}): not durable`);
+  });
+});
+
+describe('the budget: a stalled async flush is finished synchronously', () => {
+  it('async fsyncs that never return: after 100 ms the rest is written synchronously, all 60 on disk, exit 143', async () => {
+    const home = path.join(tempDir(), 'home');
+    const dir = spoolDir(home);
+    const t0 = Date.now();
+    // Every fsync issued in the first 60 ms (all of them by the async writers) never completes.
+    setFaultHook((req: Req) => (req.step === 'fsync' && path.dirname(req.path) === dir && Date.now() - t0 < 60 ? { result: new Promise(() => undefined) } : undefined));
+    const logger = memoryLogger();
+    const hook = installShutdownHook({
+      flush: () => flushOverflow({ [KEY]: messages(60) }, { home, logger }),
+      budgetMs: 100,
+      syncBudgetMs: 30_000,
+      exit: false,
+      signals: [],
+      logger,
+    });
+    const outcome = await hook.trigger('SIGTERM');
+    hook.uninstall();
+    expect(outcome).toMatchObject({ timedOut: true, drained: 'budget', complete: true, exitCode: 143, written: 60, messages: 60 });
+    expect(outcome.line).toBe('pending flush: 60 of 60 written; the 100 ms budget ran out: the rest was written synchronously');
+    expect(names(dir).filter((n) => n.endsWith('.json'))).toHaveLength(60);
+    expect(logger.lines.at(-1)).toMatchObject({ level: 'warn', message: outcome.line });
+  });
+
+  it('a synchronous budget that runs out too: the payloads whose turn never came are reported ETIMEDOUT, exit 74', async () => {
+    const home = path.join(tempDir(), 'home');
+    const dir = spoolDir(home);
+    const t0 = Date.now();
+    setFaultHook((req: Req) => {
+      if (req.step !== 'fsync' || path.dirname(req.path) !== dir) return undefined;
+      if (Date.now() - t0 < 60) return { result: new Promise(() => undefined) };
+      // Each synchronous fsync takes 20 ms: a 50 ms synchronous budget fits a few of them.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      return undefined;
+    });
+    const logger = memoryLogger();
+    const hook = installShutdownHook({
+      flush: () => flushOverflow({ [KEY]: messages(40) }, { home, logger }),
+      budgetMs: 100,
+      syncBudgetMs: 50,
+      exit: false,
+      signals: [],
+      logger,
+    });
+    const outcome = await hook.trigger('SIGTERM');
+    hook.uninstall();
+    const written = outcome.written ?? -1;
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThan(40);
+    expect(outcome).toMatchObject({ complete: false, exitCode: 74, messages: 40, failed: 40 - written });
+    expect(outcome.reports[0]?.failed.map((f) => f.code)).toEqual(Array.from({ length: 40 - written }, () => 'ETIMEDOUT'));
+    expect(outcome.line).toBe(
+      `pending flush: ${String(written)} of 40 written, ${String(40 - written)} failed (ETIMEDOUT at ${dir}); the 100 ms budget ran out: the rest was written synchronously`,
+    );
+    expect(names(dir).filter((n) => n.endsWith('.json'))).toHaveLength(written);
+  });
+});
