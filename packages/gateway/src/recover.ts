@@ -163,10 +163,10 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** A committed file waiting for a checkpoint before it is removed. */
+/** A committed file waiting for a checkpoint before it is removed: its report entry. */
 interface Awaiting {
   readonly path: string;
-  readonly entry: { removed: boolean };
+  removed: boolean;
 }
 
 /** An error to log, grouped by cause at the end of the pass. */
@@ -497,7 +497,7 @@ class Pass {
     if (committed) {
       const entry = { path: p, receiptId, removed: false };
       this.report.alreadyCommitted.push(entry);
-      this.#awaiting.push({ path: p, entry });
+      this.#awaiting.push(entry);
       return;
     }
     if (failure !== undefined) {
@@ -653,13 +653,13 @@ class Pass {
         case 'inserted': {
           const entry: InsertedEntry = { path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds, removed: false };
           this.report.inserted.push(entry);
-          this.#awaiting.push({ path: p, entry });
+          this.#awaiting.push(entry);
           break;
         }
         case 'duplicate': {
           const entry = { path: p, receiptId: o.receiptId, removed: false };
           this.report.alreadyCommitted.push(entry);
-          this.#awaiting.push({ path: p, entry });
+          this.#awaiting.push(entry);
           break;
         }
         case 'unknown-session':
@@ -709,7 +709,7 @@ class Pass {
     const removed: string[] = [];
     for (const a of awaiting) {
       if (this.#remove(a.path)) {
-        a.entry.removed = true;
+        a.removed = true;
         removed.push(a.path);
       }
     }

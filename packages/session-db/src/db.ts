@@ -307,7 +307,7 @@ function sqlList(values: readonly string[]): string {
 /**
  * The Hermes session database. One handle wraps one better-sqlite3 connection; every method is synchronous.
  * Writes use WAL with `synchronous = FULL` (a committed transaction survives a power loss, which exactly-once
- * recovery relies on: the spool file is deleted right after the commit), `foreign_keys = ON` (a message for
+ * recovery relies on: a spool file is deleted after its commit and a {@link SessionDb.checkpoint}), `foreign_keys = ON` (a message for
  * a session id with no row is refused with `ESESSION_MISSING` instead of becoming an invisible orphan) and a
  * busy timeout so several processes (two uids on a managed install) can share the file.
  */
