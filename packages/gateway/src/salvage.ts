@@ -450,8 +450,8 @@ class Salvage {
 
 /**
  * Adopts the complete payloads that killed writers left under temp names in `pending_messages/`, exactly
- * once, and moves incomplete ones aside as `.partial`. `recoverPending` runs it first; `hermes-fs doctor`
- * calls it before it sweeps temp files, so no complete payload is ever swept. Never throws for file problems
+ * once, and moves incomplete ones aside as `.partial`. `recoverPending` runs it first; a tool that sweeps temp
+ * files (`hermes-fs doctor`) must call it before, so that no complete payload is swept. Never throws for file problems
  * (they are in `errors`); never deletes anything but a temp name whose payload is in place under its final name.
  */
 export function salvageTemps(options: SalvageOptions = {}): SalvageReport {
