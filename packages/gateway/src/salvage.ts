@@ -10,14 +10,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fsyncDirectorySync, hintFor, parseTempName, pidAlive } from '@hermes/fs-policy';
+import { FsPolicyError, fsyncDirectorySync, hintFor, parseTempName, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
 import { parseJsonTolerant } from './json.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord } from './payload.js';
-import { READ_FLAGS, spoolTextOf } from './read.js';
+import { spoolTextOf } from './read.js';
 import { type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
 
-/** A temp whose writer may still be alive is left alone until it is this old (default one minute). */
+/** A temp whose writer may still be alive, or cannot be checked, is left alone until it is this old (one minute). */
 export const DEFAULT_SALVAGE_MIN_AGE_MS = 60_000;
 /** A temp larger than this is no payload this package wrote; it is left in place and reported. */
 const MAX_TEMP_BYTES = 64 * 1024 * 1024;
@@ -31,9 +31,10 @@ const PYTHON_TEMP = /^\.(.+)_([a-z0-9_]{8})\.tmp$/;
 export interface SalvageOptions extends SpoolLocationOptions {
   logger?: GatewayLogger;
   /**
-   * A temp whose writer cannot be proven dead (its pid is alive — perhaps recycled — or the name carries no
-   * pid, as the Python reference's) is left alone until its last write is this old (default
-   * {@link DEFAULT_SALVAGE_MIN_AGE_MS}): a live writer's rename must never be pre-empted.
+   * A temp whose writer cannot be proven dead — its pid is alive (perhaps recycled), it was taken in another
+   * pid namespace (a container sharing the volume), or the name carries none (the Python reference's) — is
+   * left alone until its last write is this old (default {@link DEFAULT_SALVAGE_MIN_AGE_MS}): a live writer's
+   * rename must never be pre-empted.
    */
   minAgeMs?: number;
   /** The clock, epoch milliseconds (tests). */
@@ -76,6 +77,11 @@ interface Candidate {
   readonly target: string;
   /** The writer's pid, when the name carries one. */
   readonly pid: number | undefined;
+  /**
+   * Whether the writer is alive, as @hermes/fs-policy's sweep tells from the name (its pid, in its pid
+   * namespace): null when it cannot tell (another namespace, no pid in the name).
+   */
+  readonly alive: boolean | null;
 }
 
 /** The payload name a temp file was written for, or undefined when `name` is no temp name of a payload writer. */
@@ -112,32 +118,13 @@ function isPayloadName(name: string): boolean {
   return name.endsWith('.json') && name.length > '.json'.length && !name.startsWith('.') && !name.includes('/') && !name.includes('\0');
 }
 
-function readAll(fd: number, size: number): Buffer {
-  const buf = Buffer.allocUnsafe(size);
-  let off = 0;
-  while (off < size) {
-    const n = fs.readSync(fd, buf, off, size - off, off);
-    if (n === 0) break;
-    off += n;
-  }
-  return off === size ? buf : buf.subarray(0, off);
-}
-
 /** The bytes of a regular file, never through a link; undefined when it does not exist. */
 function readRegular(p: string): Buffer | undefined {
-  let fd: number;
   try {
-    fd = fs.openSync(p, READ_FLAGS);
+    return readRegularFileSync(p, { maxBytes: MAX_TEMP_BYTES }).data;
   } catch (err) {
     if (codeOf(err) === 'ENOENT') return undefined;
     throw err;
-  }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw Object.assign(new Error(`${p} is not a regular file`), { code: 'ENOTREGULAR' });
-    return readAll(fd, st.size);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 
@@ -189,6 +176,16 @@ class Salvage {
   run(): SalvageReport {
     const dir = this.#loc.dir;
     const candidates: Candidate[] = [];
+    // fs-policy's own view of its temp files: which writer is alive, read in the writer's pid namespace.
+    const alive = new Map<string, boolean | null>();
+    try {
+      for (const t of sweepTempFilesSync(dir, { recursive: false, now: this.#now }).found) {
+        alive.set(path.basename(t.path), t.pidAlive);
+      }
+    } catch (err) {
+      if (codeOf(err) !== 'ENOENT') this.#error(dir, err, `cannot list the temp files of ${dir}`);
+      return this.report;
+    }
     let handle: fs.Dir;
     try {
       handle = fs.opendirSync(dir, { bufferSize: 256 });
@@ -214,7 +211,7 @@ class Salvage {
           this.#left(path.join(dir, entry.name), 'not-a-regular-file', `${entry.name} is not a regular file`);
           continue;
         }
-        candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid });
+        candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid, alive: parsed.pid === undefined ? null : (alive.get(entry.name) ?? null) });
       }
     } finally {
       handle.closeSync();
@@ -234,20 +231,24 @@ class Salvage {
   }
 
   #one(c: Candidate): void {
-    const dir = this.#loc.dir;
-    const temp = path.join(dir, c.name);
+    const temp = path.join(this.#loc.dir, c.name);
     if (!isPayloadName(c.target)) {
       this.#left(temp, 'not-a-payload', `${c.name} belongs to ${c.target}, which is no payload name`);
       return;
     }
-    let fd: number;
+    let file: { data: Buffer; stat: fs.Stats };
     try {
-      fd = fs.openSync(temp, READ_FLAGS);
+      // Never through a link, never blocking on a FIFO; what is judged is what the checked descriptor held.
+      file = readRegularFileSync(temp, { maxBytes: MAX_TEMP_BYTES });
     } catch (err) {
       const code = codeOf(err);
       if (code === 'ENOENT') return; // renamed or salvaged meanwhile
-      if (code === 'ELOOP') {
-        this.#left(temp, 'not-a-regular-file', `${c.name} is a symbolic link`);
+      if (code === 'ESYMLINK' || code === 'ELOOP' || code === 'ENOTREGULAR' || code === 'EISDIR') {
+        this.#left(temp, 'not-a-regular-file', `${c.name} is not a regular file (${code})`);
+        return;
+      }
+      if (code === 'ETOO_LARGE') {
+        this.#left(temp, 'not-a-payload', `${c.name} is larger than any payload`);
         return;
       }
       if (code === 'EACCES' || code === 'EPERM') {
@@ -262,50 +263,30 @@ class Salvage {
           return;
         }
       }
-      this.#error(temp, err, `cannot read ${temp}`);
+      this.#error(temp, err instanceof FsPolicyError ? (err.cause ?? err) : err, `cannot read ${temp}`);
       return;
     }
-    let bytes: Buffer;
-    let st: fs.Stats;
-    try {
-      st = fs.fstatSync(fd);
-      if (!st.isFile()) {
-        this.#left(temp, 'not-a-regular-file', `${c.name} is not a regular file`);
-        return;
-      }
-      const age = this.#now - st.mtimeMs;
-      const writerAlive = c.pid !== undefined && pidAlive(c.pid);
-      if ((writerAlive || c.pid === undefined) && age < this.#minAgeMs) {
-        this.#left(
-          temp,
-          writerAlive ? 'writer-alive' : 'too-recent',
-          writerAlive
-            ? `its writer (pid ${String(c.pid)}) is alive and the file is ${String(Math.round(age))} ms old: a write in progress`
-            : `${String(Math.round(age))} ms old; a temp whose writer cannot be checked waits ${String(this.#minAgeMs)} ms`,
-        );
-        return;
-      }
-      if (st.size > MAX_TEMP_BYTES) {
-        this.#left(temp, 'not-a-payload', `${String(st.size)} bytes: larger than any payload`);
-        return;
-      }
-      bytes = readAll(fd, st.size);
-    } catch (err) {
-      this.#error(temp, err, `cannot read ${temp}`);
+    const age = this.#now - file.stat.mtimeMs;
+    if (c.alive !== false && age < this.#minAgeMs) {
+      this.#left(
+        temp,
+        c.alive === true ? 'writer-alive' : 'too-recent',
+        c.alive === true
+          ? `its writer (pid ${String(c.pid)}) is alive and the file is ${String(Math.round(age))} ms old: a write in progress`
+          : `${String(Math.round(age))} ms old; a temp whose writer cannot be checked from here waits ${String(this.#minAgeMs)} ms`,
+      );
       return;
-    } finally {
-      fs.closeSync(fd);
     }
-    const verdict = incompleteBecause(bytes);
+    const verdict = incompleteBecause(file.data);
     if (verdict !== undefined && 'notPayload' in verdict) {
       this.#left(temp, 'not-a-payload', `${c.name}: ${verdict.notPayload}`);
       return;
     }
     if (verdict !== undefined) {
-      this.#moveAside(c, temp, bytes.length, verdict.partial);
+      this.#moveAside(c, temp, file.data.length, verdict.partial);
       return;
     }
-    this.#adopt(c, temp, bytes, st);
+    this.#adopt(c, temp, file.data, file.stat);
   }
 
   /** Links a complete payload to its final name (never over an existing file), then removes the temp name. */
