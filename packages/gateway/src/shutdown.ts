@@ -336,6 +336,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
 
   const run = (sig: NodeJS.Signals): Promise<ShutdownOutcome> => {
     if (running !== undefined) return running;
+    if (outcome !== undefined) return Promise.resolve(outcome); // the exit path ended the stop already
     running = new Promise<ShutdownOutcome>((resolve) => {
       resolveRunning = resolve;
     });
