@@ -12,5 +12,9 @@ export default packageConfig({
     'packages/gateway/src/names.ts',
     'packages/gateway/src/spool.ts',
     'packages/gateway/src/shutdown.ts',
+    'packages/gateway/src/jobs.ts',
+    'packages/gateway/src/salvage.ts',
+    'packages/gateway/src/snapshot.ts',
+    'packages/gateway/src/errors.ts',
   ],
 });

@@ -195,6 +195,24 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     expect(fixed.run.status).toBe(0);
   });
 
+  it('a complete payload left under a temp name by a killed writer is salvaged into the spool, never swept', () => {
+    const { home, seed } = cleanHome();
+    const final = seed.payload;
+    const temp = path.join(path.dirname(final), `.${path.basename(final)}.4194305-${PIDNS}.0123456789ab.tmp`);
+    const bytes = fs.readFileSync(final);
+    fs.renameSync(final, temp); // as a writer killed between its fsync and its rename leaves it
+    const { json } = doctor(home);
+    expect(json.findings).toEqual([expect.objectContaining({ type: 'temp-file', path: temp, fixable: true, kind: 'pending-messages' })]);
+    expect(json.findings[0]?.problem).toContain('a message that must not be lost');
+    const fixed = doctor(home, ['--fix']);
+    expect(fixed.json.fix.changes.map((c) => [c.path, c.action, c.detail])).toEqual([
+      [temp, 'salvaged', `adopted into the spool as ${path.basename(final)} (@hermes/gateway salvageTemps)`],
+    ]);
+    expect(fs.readFileSync(final)).toEqual(bytes);
+    expect(fs.existsSync(temp)).toBe(false);
+    expect(fixed.json.findings).toEqual([]);
+  });
+
   it('config: an invalid config.yaml is reported with the key and the fallback', () => {
     const { home } = cleanHome();
     const file = path.join(home, 'config.yaml');
@@ -253,7 +271,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
         ['moa-traces', 'changed', '0775', '0700'],
         ['sessions/saved', 'changed', '0750', '0700'],
         [path.relative(home, seed.snapshot), 'changed', '0644', '0600'],
-        [`pending_messages/.pending-x.json.4194305-${PIDNS}.0123456789ab.tmp`, 'removed', null, null],
+        [`pending_messages/.pending-x.json.4194305-${PIDNS}.0123456789ab.tmp`, 'salvaged', null, null],
       ]),
     );
     expect(json.fix.changes).toHaveLength(5);
@@ -296,7 +314,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     const before = snapshotTree(home);
     const { json } = doctor(home, ['--fix', '--dry-run', '--unmanaged']);
     expect(json.fix.dryRun).toBe(true);
-    expect(json.fix.changes.map((c) => c.action).sort()).toEqual(['would-change', 'would-change', 'would-change', 'would-change', 'would-remove']);
+    expect(json.fix.changes.map((c) => c.action).sort()).toEqual(['would-change', 'would-change', 'would-change', 'would-change', 'would-salvage']);
     expect(snapshotTree(home)).toEqual(before);
     const plain = doctor(home, ['--dry-run', '--unmanaged']);
     expect(plain.json.fix.changes).toHaveLength(5);

@@ -36,6 +36,11 @@ export interface SweepOptions {
   now?: number;
   /** Remove the stale ones (default false: only report). */
   remove?: boolean;
+  /**
+   * Directories (absolute) not to descend into — e.g. the gateway's spool, whose temp files may hold complete
+   * payloads that its salvage adopts, and that must therefore never be swept.
+   */
+  exclude?: readonly string[];
 }
 
 export interface SweepResult {
@@ -86,6 +91,7 @@ function* sweepDir(
     const full = path.join(dir.path, entry.name);
     if (entry.isDirectory()) {
       if (options.recursive === false || depth > 64) continue;
+      if (options.exclude?.some((x) => path.resolve(x) === full) === true) continue;
       let fd: number;
       try {
         // O_NOFOLLOW: a directory swapped for a link between readdir and here is not entered.

@@ -112,6 +112,20 @@ describe('temp sweep', () => {
     expect(removed.removed.map((p) => path.basename(p)).sort()).toEqual([old, dead, newline].sort());
   });
 
+  it('an excluded directory is never descended into (the spool: its temps are salvaged, not swept)', () => {
+    const env = tempEnv();
+    const spool = path.join(env.home, 'pending_messages');
+    const other = path.join(env.home, 'sessions');
+    fs.mkdirSync(spool);
+    fs.mkdirSync(other);
+    const dead = `.p.json.4194303-${fs.readlinkSync('/proc/self/ns/pid').replace(/^pid:\[(\d+)\]$/, '$1')}.0123456789ab.tmp`;
+    fs.writeFileSync(path.join(spool, dead), '{"complete":true}');
+    fs.writeFileSync(path.join(other, dead), 'x');
+    const r = sweepTempFilesSync(env.home, { remove: true, exclude: [spool] });
+    expect(r.removed).toEqual([path.join(other, dead)]);
+    expect(fs.readdirSync(spool)).toEqual([dead]);
+  });
+
   it('temp names fit NAME_MAX for any target name up to 255 bytes', () => {
     const env = tempEnv();
     const dir = path.join(env.home, 'sessions');

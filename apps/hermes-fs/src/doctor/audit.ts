@@ -32,6 +32,7 @@ import {
   scanTreeSync,
   sweepTempFiles,
 } from '@hermes/fs-policy';
+import { salvageTemps } from '@hermes/gateway';
 import { CliError, EXIT, type ExitCode } from '../lib/output.js';
 import { shellQuote } from '../lib/shell.js';
 import { auditSpool } from './spool.js';
@@ -429,9 +430,27 @@ function scan(ctx: AuditContext): ScanCounts {
   return counts;
 }
 
+/** The spool directory: its temp files may hold complete payloads, so they are salvaged, never swept. */
+function spoolDir(ctx: AuditContext): string {
+  return path.join(ctx.home, getKind('pending-messages').dir ?? 'pending_messages');
+}
+
 async function auditTemps(ctx: AuditContext, now: number): Promise<void> {
   const sweep = await sweepTempFiles(ctx.home, { now });
+  const spool = spoolDir(ctx);
   for (const t of sweep.found) {
+    if (path.dirname(t.path) === spool && t.type === 'tmp') {
+      ctx.findings.push({
+        type: 'temp-file',
+        severity: 'warning',
+        path: t.path,
+        kind: 'pending-messages',
+        problem: `temp file of an unfinished spool write of ${path.basename(t.target)} (${String(t.size)} bytes): a complete payload in it is a message that must not be lost`,
+        fix: `${fixCommand(ctx)}   (@hermes/gateway salvageTemps: a complete payload is adopted into the spool, an incomplete one moved aside as .partial; never deleted)`,
+        fixable: !ctx.ambiguous,
+      });
+      continue;
+    }
     const writer =
       t.pidAlive === null
         ? `writer pid ${String(t.pid)} in another pid namespace (it cannot be checked from here)`
@@ -650,12 +669,28 @@ async function applyFixes(ctx: AuditContext, findings: readonly Finding[], dryRu
       changes.push({ type: f.type, path: f.path, action: 'failed', before: f.mode ?? null, after: null, detail: err instanceof Error ? err.message : String(err) });
     }
   }
+  const spool = spoolDir(ctx);
   const temps = findings.filter((f) => f.type === 'temp-file' && f.fixable);
-  if (temps.length > 0) {
+  const spoolTemps = temps.filter((t) => path.dirname(t.path) === spool);
+  const otherTemps = temps.filter((t) => path.dirname(t.path) !== spool);
+  if (spoolTemps.length > 0) {
     if (dryRun) {
-      for (const t of temps) changes.push({ type: 'temp-file', path: t.path, action: 'would-remove', before: null, after: null, detail: 'fs-policy sweepTempFiles (dry run)' });
+      for (const t of spoolTemps) changes.push({ type: 'temp-file', path: t.path, action: 'would-salvage', before: null, after: null, detail: '@hermes/gateway salvageTemps (dry run)' });
     } else {
-      const sweep = await sweepTempFiles(ctx.home, { remove: true, now });
+      // Salvage first: complete payloads are adopted into the spool, partial ones moved aside — never swept.
+      const r = salvageTemps({ home: ctx.home, env: ctx.env, now });
+      for (const a of r.adopted) changes.push({ type: 'temp-file', path: a.temp, action: 'salvaged', before: null, after: null, detail: `adopted into the spool as ${path.basename(a.path)} (@hermes/gateway salvageTemps)` });
+      for (const d of r.duplicates) changes.push({ type: 'temp-file', path: d.temp, action: 'removed', before: null, after: null, detail: `a copy of ${path.basename(d.path)}, which holds the same bytes (@hermes/gateway salvageTemps)` });
+      for (const p of r.partial) changes.push({ type: 'temp-file', path: p.temp, action: 'salvaged', before: null, after: null, detail: `incomplete: moved aside as ${path.basename(p.partialPath)} (${p.detail})` });
+      for (const l of r.left) changes.push({ type: 'temp-file', path: l.temp, action: 'left', before: null, after: null, detail: `${l.reason}: ${l.detail}` });
+      for (const e of r.errors) changes.push({ type: 'temp-file', path: e.path, action: 'failed', before: null, after: null, detail: `${e.code}: ${e.message}` });
+    }
+  }
+  if (otherTemps.length > 0) {
+    if (dryRun) {
+      for (const t of otherTemps) changes.push({ type: 'temp-file', path: t.path, action: 'would-remove', before: null, after: null, detail: 'fs-policy sweepTempFiles (dry run)' });
+    } else {
+      const sweep = await sweepTempFiles(ctx.home, { remove: true, now, exclude: [spool] });
       for (const p of sweep.removed) changes.push({ type: 'temp-file', path: p, action: 'removed', before: null, after: null, detail: 'fs-policy sweepTempFiles' });
       for (const e of sweep.errors) changes.push({ type: 'temp-file', path: e.path, action: 'failed', before: null, after: null, detail: e.code });
     }

@@ -46,7 +46,7 @@ export interface Finding {
 export interface Change {
   readonly type: FindingType;
   readonly path: string;
-  readonly action: 'changed' | 'would-change' | 'removed' | 'would-remove' | 'left' | 'failed';
+  readonly action: 'changed' | 'would-change' | 'removed' | 'would-remove' | 'salvaged' | 'would-salvage' | 'left' | 'failed';
   readonly before: string | null;
   readonly after: string | null;
   readonly detail: string;
