@@ -73,7 +73,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     }
     const recording = rec.finish();
     const problems = [...recording.problems];
-    if (runError !== undefined) problems.unshift(`the protocol failed while recorded: ${runError instanceof Error ? runError.message : String(runError)}`);
+    if (runError !== undefined) problems.unshift(`the protocol failed while recorded: ${runError instanceof Error ? runError.message : JSON.stringify(runError)}`);
     if (mutation?.drop !== undefined && rec.dropped === 0) problems.push(`mutation ${mutation.name} dropped nothing: it no longer matches the protocol`);
     const results: CheckResult[] = [];
     for (const model of options.models) {

@@ -182,7 +182,7 @@ export class Recorder {
       cjs[name] = fn;
     };
     const p = (a: unknown): string => (typeof a === 'string' ? a : a instanceof URL ? a.pathname : String(a));
-    wrap('openSync', (file, flags, mode) => this.#perform('open', 'fs', p(file), [p(file), numericFlags(flags as fs.OpenMode | undefined), (mode as number | undefined) ?? 0o666]));
+    wrap('openSync', (file, flags, mode) => this.#perform('open', 'fs', p(file), [p(file), numericFlags(flags as fs.OpenMode | undefined), (mode) ?? 0o666]));
     wrap('closeSync', (fd) => this.#perform('close', 'fs', this.#fdPath(fd as number), [fd]));
     wrap('writeSync', (fd, buffer, a, b, position) => {
       const f = fd as number;
@@ -203,7 +203,7 @@ export class Recorder {
     });
     wrap('fsyncSync', (fd) => this.#perform('fsync', 'fs', this.#fdPath(fd as number), [fd]));
     wrap('fdatasyncSync', (fd) => this.#perform('fsync', 'fs', this.#fdPath(fd as number), [fd]));
-    wrap('ftruncateSync', (fd, len) => this.#perform('ftruncate', 'fs', this.#fdPath(fd as number), [fd, (len as number | undefined) ?? 0]));
+    wrap('ftruncateSync', (fd, len) => this.#perform('ftruncate', 'fs', this.#fdPath(fd as number), [fd, (len) ?? 0]));
     wrap('fchmodSync', (fd, mode) => this.#perform('fchmod', 'fs', this.#fdPath(fd as number), [fd, mode]));
     wrap('chmodSync', (file, mode) => this.#perform('chmod', 'fs', p(file), [p(file), mode]));
     wrap('fchownSync', (fd, uid, gid) => this.#perform('fchown', 'fs', this.#fdPath(fd as number), [fd, uid, gid]));
@@ -219,9 +219,9 @@ export class Recorder {
     wrap('writeFileSync', (file, data, options) => {
       if (typeof file === 'number') throw new Error('crashcheck: writeFileSync on a descriptor is not modelled');
       const o: { encoding?: string | null; flag?: string; mode?: fs.Mode } =
-        typeof options === 'string' ? { encoding: options } : ((options ?? {}) as { encoding?: string | null; flag?: string; mode?: fs.Mode });
+        typeof options === 'string' ? { encoding: options } : ((options ?? {}));
       const bytes = typeof data === 'string' ? Buffer.from(data, (o.encoding ?? 'utf8') as BufferEncoding) : (data as Uint8Array);
-      const fd = this.#perform('open', 'fs', p(file), [p(file), numericFlags(o.flag ?? 'w'), (o.mode as number | undefined) ?? 0o666]) as number;
+      const fd = this.#perform('open', 'fs', p(file), [p(file), numericFlags(o.flag ?? 'w'), (o.mode) ?? 0o666]) as number;
       try {
         let off = 0;
         while (off < bytes.length) off += this.#perform('write', 'fs', p(file), [fd, bytes, off, bytes.length - off]) as number;
@@ -345,7 +345,7 @@ export class Recorder {
       this.#log(op, step, p, argText, `error ${errCode(err)}`);
       throw err;
     }
-    const sys = this.#log(op, step, p, argText, op === 'lstat' || op === 'stat' || op === 'fstat' || op === 'readdir' ? 'ok' : result === undefined ? 'ok' : String(result));
+    const sys = this.#log(op, step, p, argText, typeof result === 'number' || typeof result === 'string' ? String(result) : 'ok');
 
     switch (op) {
       case 'open': {

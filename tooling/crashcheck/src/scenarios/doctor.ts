@@ -50,7 +50,7 @@ export function doctorScenario(): Scenario {
         }
         const extra = n.mode & ~b.mode;
         if (extra !== 0) out.push(`${rel} has mode ${modeText(n.mode)}, wider than ${modeText(b.mode)} before the fix (bits ${modeText(extra)})`);
-        if (b.data !== undefined && (n.data === undefined || !n.data.equals(b.data))) out.push(`${rel} changed content`);
+        if (b.data !== undefined && n.data?.equals(b.data) !== true) out.push(`${rel} changed content`);
       }
       for (const rel of now.keys()) if (!before.has(rel)) out.push(`${rel} appeared`);
       // The state on disk must be what the model says (the check reads the model tree; make sure it was written).

@@ -17,7 +17,7 @@ import {
   secureMkdirSync,
 } from '@hermes/fs-policy';
 import type { ModelName } from '../model.js';
-import type { CheckContext, Scenario } from '../scenario.js';
+import type { Scenario } from '../scenario.js';
 import { envFor, filler, FSYNC_MUTATIONS, HOME, isFileFsync, modeText, namesIn, readState, strangers } from './util.js';
 
 type Form = 'sync' | 'async';

@@ -28,7 +28,7 @@ interface Payload {
 function parse(data: Buffer): Payload | undefined {
   try {
     const v = JSON.parse(data.toString('utf8')) as unknown;
-    return typeof v === 'object' && v !== null ? (v as Payload) : undefined;
+    return typeof v === 'object' && v !== null ? (v) : undefined;
   } catch {
     return undefined;
   }
