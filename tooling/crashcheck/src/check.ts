@@ -61,6 +61,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     const rec = new Recorder(root, {
       ...(scenario.exclude === undefined ? {} : { exclude: scenario.exclude }),
       ...(mutation?.drop === undefined ? {} : { drop: mutation.drop }),
+      ...(mutation?.rewrite === undefined ? {} : { rewrite: mutation.rewrite }),
     });
     setFaultHook(rec.hook);
     let runError: unknown;
@@ -74,7 +75,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     const recording = rec.finish();
     const problems = [...recording.problems];
     if (runError !== undefined) problems.unshift(`the protocol failed while recorded: ${runError instanceof Error ? runError.message : JSON.stringify(runError)}`);
-    if (mutation?.drop !== undefined && rec.dropped === 0) problems.push(`mutation ${mutation.name} dropped nothing: it no longer matches the protocol`);
+    if ((mutation?.drop !== undefined || mutation?.rewrite !== undefined) && rec.dropped === 0) problems.push(`mutation ${mutation.name} changed nothing: it no longer matches the protocol`);
     const results: CheckResult[] = [];
     for (const model of options.models) {
       const base = {
@@ -142,18 +143,29 @@ async function checkStates(
   return { ...base, states, violations, minimal, error: undefined };
 }
 
-/** The minimal violation in words: the promise broken, the state a reboot finds, and the sequence that led there. */
-export function explain(result: CheckResult): string[] {
-  const v = result.minimal;
-  if (v === undefined) return [];
-  const rec = result.recording;
-  // Inodes are named as they were called when each operation ran (a temp file keeps its temp name until renamed).
+/** The recorded operations, one line each, as they were named when they ran; `lost` marks those a state lost. */
+export function describeLog(rec: Recording, cut: number, lost: ReadonlySet<number> = new Set()): string[] {
   const names = new Map<number, string>();
   names.set(rec.initial.root, '.');
   for (const e of entries(rec.initial)) if (!names.has(e.ino)) names.set(e.ino, e.rel);
   const nameOf = (ino: number): string => names.get(ino) ?? rec.names.get(ino) ?? `<inode ${String(ino)}>`;
   const at = (parent: number, name: string): string => (nameOf(parent) === '.' ? name : `${nameOf(parent)}/${name}`);
-  const lost = new Set(v.state.lost);
+  const lines: string[] = [];
+  rec.ops.slice(0, cut).forEach((op, i) => {
+    const sys = op.sys >= 0 ? rec.syscalls[op.sys] : undefined;
+    const via = sys === undefined ? '' : `   [${sys.step}: ${sys.op}(${sys.args}) = ${sys.result}]`;
+    lines.push(`${lost.has(i) ? 'x' : ' '} #${String(i).padStart(2, '0')} ${describeOp(op, nameOf)}${via}`);
+    if (op.kind === 'mkdir' || op.kind === 'create') names.set(op.ino, at(op.parent, op.name));
+    else if (op.kind === 'rename') names.set(op.ino, at(op.toParent, op.toName));
+  });
+  return lines;
+}
+
+/** The minimal violation in words: the promise broken, the state a reboot finds, and the sequence that led there. */
+export function explain(result: CheckResult): string[] {
+  const v = result.minimal;
+  if (v === undefined) return [];
+  const rec = result.recording;
   const lines: string[] = [];
   lines.push(`${result.protocol} (${result.form}, ${result.model} model${result.mutation === undefined ? '' : `, mutation ${result.mutation}`}):`);
   for (const m of v.messages) lines.push(`  violated: ${m}`);
@@ -162,13 +174,7 @@ export function explain(result: CheckResult): string[] {
   for (const l of tree.length === 0 ? ['(empty)'] : tree) lines.push(`    ${l}`);
   if (v.state.db.length > 0 || rec.ops.some((o) => o.kind === 'db-commit')) lines.push(`    database: ${String(v.state.db.length)} transaction(s) durable`);
   lines.push('  the operations issued before the crash (x = not persisted in this state):');
-  rec.ops.slice(0, v.state.cut).forEach((op, i) => {
-    const sys = op.sys >= 0 ? rec.syscalls[op.sys] : undefined;
-    const via = sys === undefined ? '' : `   [${sys.step}: ${sys.op}(${sys.args}) = ${sys.result}]`;
-    lines.push(`    ${lost.has(i) ? 'x' : ' '} #${String(i).padStart(2, '0')} ${describeOp(op, nameOf)}${via}`);
-    if (op.kind === 'mkdir' || op.kind === 'create') names.set(op.ino, at(op.parent, op.name));
-    else if (op.kind === 'rename') names.set(op.ino, at(op.toParent, op.toName));
-  });
+  for (const l of describeLog(rec, v.state.cut, new Set(v.state.lost))) lines.push(`    ${l}`);
   for (const p of v.state.partial) lines.push(`    partly persisted: ${p}`);
   return lines;
 }

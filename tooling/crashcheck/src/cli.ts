@@ -6,7 +6,7 @@
  * run). docs/crash-model.md says what the models are and what is not covered.
  */
 import { setLogger, silentLogger } from '@hermes/fs-policy';
-import { type CheckResult, explain, runScenario } from './check.js';
+import { type CheckResult, describeLog, explain, runScenario } from './check.js';
 import { DEFAULT_LIMITS, type ModelName } from './model.js';
 import { allScenarios } from './scenarios/index.js';
 
@@ -15,19 +15,22 @@ interface Args {
   only: string[];
   mutation: string | undefined;
   json: boolean;
+  log: boolean;
   keep: boolean;
   maxStates: number;
 }
 
-const USAGE = `usage: crashcheck [--model ext4|posix|all] [--only <text>]... [--mutate <name>] [--json] [--max-states <n>] [--keep]
+const USAGE = `usage: crashcheck [--model ext4|posix|all] [--only <text>]... [--mutate <name>] [--json] [--log] [--max-states <n>] [--keep]
   --model    the persistence model (default ext4: Linux ext4, data=ordered); posix: only what POSIX and fsync(2) promise
   --only     check only the protocols whose name contains <text> (repeatable)
-  --mutate   run a deliberately broken protocol (the checker's own tests): no-file-fsync, no-dir-fsync, unlink-before-commit
+  --mutate   run a deliberately broken protocol (the checker's own tests): no-file-fsync, no-dir-fsync,
+             unlink-before-commit, chmod-widens
   --json     one JSON document instead of the table
+  --log      also print each protocol's recorded operations
   --keep     keep the scratch directories`;
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { models: ['ext4'], only: [], mutation: undefined, json: false, keep: false, maxStates: DEFAULT_LIMITS.maxStates };
+  const args: Args = { models: ['ext4'], only: [], mutation: undefined, json: false, log: false, keep: false, maxStates: DEFAULT_LIMITS.maxStates };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -54,6 +57,9 @@ function parseArgs(argv: readonly string[]): Args {
         break;
       case '--keep':
         args.keep = true;
+        break;
+      case '--log':
+        args.log = true;
         break;
       case '--max-states': {
         const n = Number(value());
@@ -155,6 +161,12 @@ async function main(): Promise<number> {
       `\n${String(results.length)} checks, ${String(total)} crash states explored, ${String(violations)} violation(s), ${String(errors.length)} error(s) in ${seconds.toFixed(1)} s` +
         `${args.mutation === undefined ? '' : ` (mutation ${args.mutation})`}\n`,
     );
+    if (args.log) {
+      for (const r of results.filter((x, i) => results.findIndex((y) => y.recording === x.recording) === i)) {
+        process.stdout.write(`\n${r.protocol} (${r.form}): ${String(r.syscalls)} syscalls, ${String(r.ops)} operations\n`);
+        for (const l of describeLog(r.recording, r.recording.ops.length)) process.stdout.write(`  ${l}\n`);
+      }
+    }
     for (const r of results) {
       if (r.error !== undefined) process.stdout.write(`\nERROR ${r.protocol} (${r.form}, ${r.model}): ${r.error}\n`);
       if (r.minimal !== undefined) process.stdout.write(`\nminimal crash state — ${explain(r).join('\n')}\n`);

@@ -117,6 +117,8 @@ export interface RecorderOptions {
   readonly exclude?: Exclude;
   /** Mutation testing: requests for which this returns true are dropped (not performed, not recorded). */
   readonly drop?: (req: Req) => boolean;
+  /** Mutation testing: requests are changed before they are performed. */
+  readonly rewrite?: (req: Req) => Req;
 }
 
 export class Recorder {
@@ -125,6 +127,7 @@ export class Recorder {
   readonly #live: Tree;
   readonly #exclude: Exclude;
   readonly #drop: ((req: Req) => boolean) | undefined;
+  readonly #rewrite: ((req: Req) => Req) | undefined;
   readonly #syscalls: Syscall[] = [];
   readonly #ops: ModelOp[] = [];
   readonly #problems: string[] = [];
@@ -136,13 +139,14 @@ export class Recorder {
     this.root = fs.realpathSync(root);
     this.#exclude = options.exclude ?? (() => false);
     this.#drop = options.drop;
+    this.#rewrite = options.rewrite;
     this.#initial = snapshot(this.root, this.#exclude);
     this.#live = cloneTree(this.#initial);
     this.#names.set(this.#initial.root, '.');
     for (const e of entries(this.#initial)) if (!this.#names.has(e.ino)) this.#names.set(e.ino, e.rel);
   }
 
-  /** How many requests the mutation filter dropped (a mutation test asserts it dropped something). */
+  /** How many requests the mutation dropped or changed (a mutation that touches nothing is an error). */
   get dropped(): number {
     return this.#dropped;
   }
@@ -163,7 +167,9 @@ export class Recorder {
   }
 
   /** The fault-port hook: performs the request itself and returns its result (see @hermes/fs-policy/testing). */
-  readonly hook = (req: Req): { result: unknown } => {
+  readonly hook = (request: Req): { result: unknown } => {
+    const req = this.#rewrite?.(request) ?? request;
+    if (req !== request) this.#dropped++;
     if (this.#drop?.(req) === true) {
       this.#dropped++;
       this.#log(req.op, req.step, req.path, `DROPPED: ${printable(req.args)}`, 'not performed (mutation)');

@@ -19,6 +19,8 @@ export interface Mutation {
   readonly description: string;
   /** Requests to drop at the fault port (not performed, not recorded). */
   readonly drop?: (req: Req) => boolean;
+  /** Requests to change at the fault port before they are performed (and recorded as changed). */
+  readonly rewrite?: (req: Req) => Req;
 }
 
 export interface Scenario {

@@ -80,6 +80,28 @@ describe('mutations are caught with a minimal crash state', () => {
   });
 });
 
+describe('mutations of recovery and of the repairs', () => {
+  it('recovery removing spool files before the database commit: a message in neither', async () => {
+    const r = await mutated('gateway recoverPending (batches of 2)', 'sync', 'unlink-before-commit');
+    expect(r.error).toBeUndefined();
+    expect(r.violations).toBeGreaterThan(0);
+    // The first batch: the file committed by an earlier pass, then "see you tomorrow"; both unlinked, then the crash.
+    expect(r.minimal?.state.cut).toBe(2);
+    expect(r.minimal?.state.lost).toEqual([]);
+    expect(r.minimal?.state.db).toEqual([]);
+    expect(r.minimal?.messages).toEqual([
+      'message "see you tomorrow" is in neither the database nor the spool',
+      'after the next recovery pass, message "see you tomorrow" is in the database 0 times',
+    ]);
+  });
+
+  it('a repair that widens before it narrows (chmod 0777) is caught at its first chmod', async () => {
+    const r = await mutated('reconcileDir + reconcileFile', 'sync', 'chmod-widens');
+    expect(r.minimal?.state.cut).toBe(1);
+    expect(r.minimal?.messages).toEqual(['home/sessions has mode 0777, wider than 0755 before the fix (bits 0022)']);
+  });
+});
+
 describe('the recording checks itself', () => {
   it('a change made behind the recorder (plain node:fs, not interposed) is reported, not ignored', async () => {
     const sneaky: Scenario = {
