@@ -106,6 +106,12 @@ export interface DbCommitOp extends Base {
   readonly payload: unknown;
 }
 
+/** The store was asked to checkpoint (no effect in the model: under `synchronous = FULL` a commit is durable already). */
+export interface DbCheckpointOp extends Base {
+  readonly kind: 'db-checkpoint';
+  readonly complete: boolean;
+}
+
 /** A promise the protocol made to its caller at this point (a call returned, a report said "written"). */
 export interface MarkOp extends Base {
   readonly kind: 'mark';
@@ -114,7 +120,7 @@ export interface MarkOp extends Base {
 }
 
 export type MetaOp = MkdirOp | CreateOp | TruncateOp | ChmodOp | LinkOp | RenameOp | UnlinkOp;
-export type ModelOp = MetaOp | WriteOp | FsyncOp | DbBeginOp | DbCommitOp | MarkOp;
+export type ModelOp = MetaOp | WriteOp | FsyncOp | DbBeginOp | DbCommitOp | DbCheckpointOp | MarkOp;
 
 export function isMeta(op: ModelOp): op is MetaOp {
   return (
@@ -174,6 +180,8 @@ export function describeOp(op: ModelOp, nameOf: (ino: number) => string): string
       return `database transaction ${String(op.id)} begins`;
     case 'db-commit':
       return `database transaction ${String(op.id)} committed (returned)`;
+    case 'db-checkpoint':
+      return `database checkpoint (${op.complete ? 'complete' : 'incomplete'})`;
     case 'mark':
       return `[promise] ${op.label}`;
   }

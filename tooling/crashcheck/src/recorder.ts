@@ -161,6 +161,11 @@ export class Recorder {
     this.#ops.push({ kind: 'db-begin', id, sys: -1 });
   }
 
+  /** The store checkpointed its write-ahead log (recorded; no effect in the model). */
+  dbCheckpoint(complete: boolean): void {
+    this.#ops.push({ kind: 'db-checkpoint', complete, sys: -1 });
+  }
+
   /** The store's commit of transaction `id` returned. */
   dbCommit(id: number, payload: unknown): void {
     this.#ops.push({ kind: 'db-commit', id, payload, sys: -1 });
@@ -274,7 +279,7 @@ export class Recorder {
         this.#problems.push(`in-place overwrite of ${this.#names.get(op.ino) ?? String(op.ino)} at offset ${String(op.offset)} (the model covers appends only)`);
       }
       applyWrite(this.#live, op);
-    } else if (op.kind !== 'fsync' && op.kind !== 'mark' && op.kind !== 'db-begin' && op.kind !== 'db-commit') {
+    } else if (op.kind !== 'fsync' && op.kind !== 'mark' && op.kind !== 'db-begin' && op.kind !== 'db-commit' && op.kind !== 'db-checkpoint') {
       applyMeta(this.#live, op);
       this.#nameAfter(op);
     }

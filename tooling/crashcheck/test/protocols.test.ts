@@ -65,14 +65,6 @@ describe('mutations are caught with a minimal crash state', () => {
     expect(r.minimal?.messages[0]).toMatch(/^home\/pending_messages\/pending-[0-9a-f]{32}\.json is not a complete payload \(0 bytes\): recovery would keep it as unparseable$/);
   });
 
-  it('the gateway flush without the directory fsync: the last message reported written is not under its name', async () => {
-    const r = await mutated('gateway flushPending', 'sync', 'no-dir-fsync');
-    expect(r.minimal?.state.cut).toBe(16);
-    expect(r.minimal?.state.lost).toEqual([14]);
-    expect(r.minimal?.messages).toHaveLength(1);
-    expect(r.minimal?.messages[0]).toMatch(/^the message of discord:300 was reported written but home\/pending_messages\/pending-[0-9a-f]{32}\.json does not exist$/);
-  });
-
   it('privateAppend without its fsync: a record reported written is not on disk', async () => {
     const r = await mutated('privateAppend (fsync)', 'async', 'no-file-fsync');
     expect(r.minimal?.state.cut).toBe(4);

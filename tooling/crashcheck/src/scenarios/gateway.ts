@@ -1,7 +1,8 @@
 /** The gateway's shutdown flush (sync and async), into an existing spool and into one it has to create. */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { silentLogger } from '@hermes/fs-policy';
+import { silentLogger, TEMP_FILE_PATTERN } from '@hermes/fs-policy';
+import * as gateway from '@hermes/gateway';
 import { type FlushReport, flushPending, flushPendingSync, PENDING_FILE_PATTERN } from '@hermes/gateway';
 import type { Scenario } from '../scenario.js';
 import { envFor, filler, FSYNC_MUTATIONS, HOME, namesIn, readState, strangers } from './util.js';
@@ -35,9 +36,15 @@ function parse(data: Buffer): Payload | undefined {
 }
 
 /**
+ * Whether recovery adopts complete temp payloads (the stop contract's salvage): then a complete temp holds its
+ * message as surely as the final name does.
+ */
+export const RECOVERY_SALVAGES_TEMPS = typeof (gateway as Record<string, unknown>).salvageTemps === 'function';
+
+/**
  * The flush's promise on one state: every `*.json` payload under its final name is complete (a torn one would
  * be kept as unparseable, its message lost), and once the flush returned, every message its report called
- * written is in a complete payload under its final name.
+ * written is in a complete payload under its final name (or, when recovery salvages temps, in a complete temp).
  */
 export function checkSpool(dir: string, written: readonly WrittenMark[] | undefined): string[] {
   const out: string[] = [];
@@ -50,11 +57,20 @@ export function checkSpool(dir: string, written: readonly WrittenMark[] | undefi
       out.push(`${SPOOL}/${name} is not a complete payload (${String(seen?.data.length ?? 0)} bytes): recovery would keep it as unparseable`);
     }
   }
+  const inTemp = (key: string): boolean =>
+    RECOVERY_SALVAGES_TEMPS &&
+    namesIn(dir, SPOOL).some((n) => {
+      if (!TEMP_FILE_PATTERN.test(n)) return false;
+      const seen = readState(dir, `${SPOOL}/${n}`);
+      const p = seen === undefined ? undefined : parse(seen.data);
+      return p?.session_key === key && p.data?.text === MESSAGES[key];
+    });
   for (const w of written ?? []) {
     const seen = readState(dir, w.rel);
     const p = seen === undefined ? undefined : parse(seen.data);
+    if (p?.data?.text === MESSAGES[w.sessionKey] || inTemp(w.sessionKey)) continue;
     if (seen === undefined) out.push(`the message of ${w.sessionKey} was reported written but ${w.rel} does not exist`);
-    else if (p?.data?.text !== MESSAGES[w.sessionKey]) out.push(`the message of ${w.sessionKey} was reported written but ${w.rel} does not hold it`);
+    else out.push(`the message of ${w.sessionKey} was reported written but ${w.rel} does not hold it`);
   }
   const others = strangers(dir, SPOOL, (n) => PENDING_FILE_PATTERN.test(n));
   if (others.length > 0) out.push(`unexpected entries in the spool: ${others.join(', ')}`);

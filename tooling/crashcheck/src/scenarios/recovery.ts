@@ -153,6 +153,17 @@ export function recoveryScenario(): Scenario {
           return outcomes;
         },
       };
+      // A store that can checkpoint (the stop contract of issue 13) is passed through, and its checkpoints recorded.
+      const checkpoint = (db as unknown as { checkpoint?: () => { complete: boolean } }).checkpoint;
+      if (typeof checkpoint === 'function') {
+        Object.assign(store, {
+          checkpoint: () => {
+            const r = checkpoint.call(db);
+            rec.dbCheckpoint(r.complete);
+            return r;
+          },
+        });
+      }
       let report: RecoveryReport;
       const restore = rec.interposeFs();
       try {
