@@ -54,7 +54,11 @@ async function mutantRecover(): Promise<Recover> {
   const dest = path.resolve(here, '..', '..', '.cache', 'mutants', `gateway-${String(process.pid)}`);
   fs.rmSync(dest, { recursive: true, force: true });
   fs.mkdirSync(dest, { recursive: true });
-  for (const name of fs.readdirSync(dist)) if (name.endsWith('.js')) fs.copyFileSync(path.join(dist, name), path.join(dest, name));
+  // The .js files only, without their source-map comments (the maps name sources relative to the original).
+  for (const name of fs.readdirSync(dist)) {
+    if (!name.endsWith('.js')) continue;
+    fs.writeFileSync(path.join(dest, name), fs.readFileSync(path.join(dist, name), 'utf8').replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'));
+  }
   const file = path.join(dest, 'recover.js');
   const text = fs.readFileSync(file, 'utf8');
   const anchor = /\n(\s*)(outcomes = this\.#options\.store\.commitRecovered\()/;
