@@ -49,14 +49,14 @@ function better(a: Violation, b: Violation | undefined): boolean {
 
 /** Records one run of the scenario, then checks its crash states under each model. */
 export async function runScenario(scenario: Scenario, options: RunOptions): Promise<CheckResult[]> {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-crashcheck-'));
-  const root = path.join(work, 'root');
-  fs.mkdirSync(root);
   const mutation = options.mutation === undefined ? undefined : scenario.mutations?.find((m) => m.name === options.mutation);
   if (options.mutation !== undefined && mutation === undefined) {
     throw new Error(`crashcheck: ${scenario.protocol} has no mutation ${options.mutation}`);
   }
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-crashcheck-'));
+  const root = path.join(work, 'root');
   try {
+    fs.mkdirSync(root);
     await scenario.setup(root);
     const rec = new Recorder(root, {
       ...(scenario.exclude === undefined ? {} : { exclude: scenario.exclude }),
