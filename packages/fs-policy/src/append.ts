@@ -4,7 +4,7 @@ import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { selfFd } from './internal/anchor.js';
 import { movedOut, movedOutError, reachDirPlan, watchedRoot } from './internal/reach.js';
-import { at, checkName, checkRawPath, type DirRef, Held, statOf } from './internal/resolve.js';
+import { at, checkName, checkRawPath, type DirRef, fsyncDir, Held, statOf } from './internal/resolve.js';
 import { bestEffort, isInside, op } from './internal/steps.js';
 import { checkRegular, verifyForAppend } from './internal/verify.js';
 import { bytesOf, serializeJsonText } from './atomic.js';
@@ -89,6 +89,8 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
         if (kind.ownership && !env.managed.managed && (env.uid !== undefined || env.gid !== undefined)) {
           yield* bestEffort(warnings, 'fchown', target, 'fchown', fd, env.uid ?? -1, env.gid ?? -1);
         }
+        // With `fsync`, records are promised to survive a power loss; the file's name must too.
+        if (options.fsync === true) yield* fsyncDir(dir, 'open');
       } else {
         // Checked on the descriptor: what was opened is what is written to.
         verifyForAppend(target, st, kind, env, currentUid() === 0 ? (yield* statOf(reached.root, held)).uid : undefined);

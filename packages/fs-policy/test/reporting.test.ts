@@ -170,7 +170,7 @@ describe('append under faults', () => {
     const env = tempEnv();
     const f = path.join(env.home, 'trajectories', 't.jsonl');
     setFaultHook((req) => {
-      if (req.op === 'fsync') throw Object.assign(new Error('EIO'), { code: 'EIO' });
+      if (req.op === 'fsync' && req.step === 'fsync') throw Object.assign(new Error('EIO'), { code: 'EIO' });
       return undefined;
     });
     await expect(privateAppend(f, 'x\n', { kind: 'trajectories', env, fsync: true })).rejects.toMatchObject({ code: 'EIO', step: 'fsync' });

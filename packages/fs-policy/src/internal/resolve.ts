@@ -9,7 +9,7 @@
  */
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
-import { currentUid, errnoCode, FsPolicyError, toPolicyError } from '../errors.js';
+import { currentUid, errnoCode, FsPolicyError, type FsStep, toPolicyError } from '../errors.js';
 import type { HermesEnvironment } from '../env.js';
 import { getLogger } from '../logger.js';
 import { anchorMode, atFd, O_PATH, selfFd } from './anchor.js';
@@ -76,15 +76,18 @@ export function heldAsPath(): boolean {
   return anchorMode() === 'procfd' && O_PATH !== 0;
 }
 
-/** fsync of a held directory (re-opened read-only through its descriptor when it is held as `O_PATH`). */
-export function* fsyncDir(dir: DirRef): Plan<void> {
+/**
+ * fsync of a held directory (re-opened read-only through its descriptor when it is held as `O_PATH`). `step`:
+ * `fsync-dir` for a commit's directory fsync, or the step whose new entry it makes durable (`mkdir`, `open`).
+ */
+export function* fsyncDir(dir: DirRef, step: FsStep = 'fsync-dir'): Plan<void> {
   if (!heldAsPath()) {
-    yield* op('fsync-dir', dir.path, 'fsync', dir.fd);
+    yield* op(step, dir.path, 'fsync', dir.fd);
     return;
   }
-  const fd = yield* op('fsync-dir', dir.path, 'open', selfFd(dir.fd, dir.path), O.RDONLY | O.DIRECTORY, 0);
+  const fd = yield* op(step, dir.path, 'open', selfFd(dir.fd, dir.path), O.RDONLY | O.DIRECTORY, 0);
   try {
-    yield* op('fsync-dir', dir.path, 'fsync', fd);
+    yield* op(step, dir.path, 'fsync', fd);
   } finally {
     yield* bestEffort([], 'release', dir.path, 'close', fd);
   }
@@ -319,6 +322,9 @@ function* mkdirAt(parent: DirRef, name: string, display: string, spec: CreateSpe
     return ref;
   }
   spec.created.push(display);
+  // The new entry is durable only once its parent directory is: without this, a power loss after a write
+  // that fsynced a file inside the new directory can still lose the directory (and the file with it).
+  yield* fsyncDir(parent, 'mkdir');
   if (spec.mode === null) return ref;
   // mkdir(2) masks with the umask and never sets setgid: fchmod makes the mode exact.
   yield* op('fchmod', display, 'fchmod', fd, spec.mode);
