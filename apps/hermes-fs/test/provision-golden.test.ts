@@ -238,6 +238,16 @@ describe('provision nixos: every line against docs/permissions.md', () => {
     expect(lines).toContain('      StateDirectoryMode = "0701";');
     expect(lines.some((l) => l.includes('UMask'))).toBe(false);
   });
+
+  it('unmanaged, HERMES_HOME_MODE unset (S1 column): the home 0700 in the rules and in StateDirectoryMode', () => {
+    const lines = body(run(['nixos', ...INSTALL, '--unmanaged']));
+    expect(lines.filter((l) => l.includes('/var/lib/hermes ') || l.includes('StateDirectoryMode') || l.includes('/moa-traces '))).toEqual([
+      '    "d /var/lib/hermes :0700 :hermes :hermes -"',
+      '    "z /var/lib/hermes 0700 - - -"',
+      '    "d /var/lib/hermes/moa-traces :0700 :hermes :hermes -"',
+      '      StateDirectoryMode = "0700";',
+    ]);
+  });
 });
 
 describe('provision: the three outputs agree, --json and the schema', () => {
