@@ -287,6 +287,10 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'doctor --tmpfiles: the i
     ]);
     expect(json.findings[0]?.problem).toContain('provisions this home unmanaged');
     expect(json.findings[0]?.problem).toContain('the .managed marker says managed, which wins');
+    // The operator's flag wins too, and is told.
+    const flagged = doctor(home, ['--tmpfiles', other, '--managed']).json;
+    expect(flagged.managed).toMatchObject({ managed: true, source: 'flag' });
+    expect(flagged.findings.map((f) => [f.type, f.problem.endsWith('but --managed says managed, which wins')])).toEqual([['environment', true]]);
   });
 });
 

@@ -618,17 +618,20 @@ interface ManagedDecision {
 
 /** Evidence order: --managed/--unmanaged > HERMES_MANAGED > the .managed marker > --tmpfiles > the tree. */
 function decideManaged(options: DoctorOptions, home: string, base: NodeJS.ProcessEnv): ManagedDecision {
-  if (options.managed !== undefined) return { vars: { ...base, HERMES_MANAGED: options.managed ? 'nixos' : 'false' }, source: 'flag', conflict: undefined };
-  if (options.tmpfiles === undefined) return { vars: base, source: undefined, conflict: undefined };
-  const t = readTmpfiles(options.tmpfiles, home);
+  const t = options.tmpfiles === undefined ? undefined : readTmpfiles(options.tmpfiles, home);
+  const contradicts = (managed: boolean, who: string): string | undefined =>
+    t === undefined || t.managed === managed
+      ? undefined
+      : `--tmpfiles ${options.tmpfiles ?? ''} provisions this home ${t.managed ? 'managed' : 'unmanaged'} (${t.rule}), but ` +
+        `${who} says ${managed ? 'managed' : 'unmanaged'}, which wins`;
+  if (options.managed !== undefined) {
+    const vars = { ...base, HERMES_MANAGED: options.managed ? 'nixos' : 'false' };
+    return { vars, source: 'flag', conflict: contradicts(options.managed, options.managed ? '--managed' : '--unmanaged') };
+  }
+  if (t === undefined) return { vars: base, source: undefined, conflict: undefined };
   const said = detectManaged(home, base);
   if (said.source === 'none') return { vars: { ...base, HERMES_MANAGED: t.managed ? (t.system ?? 'nixos') : 'false' }, source: 'tmpfiles', conflict: undefined };
-  const conflict =
-    said.managed === t.managed
-      ? undefined
-      : `--tmpfiles ${options.tmpfiles} provisions this home ${t.managed ? 'managed' : 'unmanaged'} (${t.rule}), but ` +
-        `${said.source === 'env' ? 'HERMES_MANAGED' : 'the .managed marker'} says ${said.managed ? 'managed' : 'unmanaged'}, which wins`;
-  return { vars: base, source: undefined, conflict };
+  return { vars: base, source: undefined, conflict: contradicts(said.managed, said.source === 'env' ? 'HERMES_MANAGED' : 'the .managed marker') };
 }
 
 async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' | 'summary'> & { ctx: AuditContext }> {
