@@ -112,7 +112,7 @@ describe('provision tmpfiles: every line against docs/permissions.md', () => {
 });
 
 describe('provision systemd: every line against docs/permissions.md', () => {
-  it('managed drop-in: UMask=0007, StateDirectoryMode=2770, HERMES_MANAGED, a 10 s stop timeout (5000 ms budget + 5 s)', () => {
+  it('managed drop-in: UMask=0007, StateDirectoryMode=2770, HERMES_MANAGED, a 15 s stop timeout (5000 ms flush + 5000 ms synchronous budget + 5 s)', () => {
     expect(body(run(['systemd', ...INSTALL, '--manager', 'nixos']))).toEqual([
       '[Service]',
       'User=hermes',
@@ -124,13 +124,13 @@ describe('provision systemd: every line against docs/permissions.md', () => {
       'Environment=HERMES_MANAGED=nixos',
       'ReadWritePaths=/var/lib/hermes',
       'KillSignal=SIGTERM',
-      'TimeoutStopSec=10s',
+      'TimeoutStopSec=15s',
       'SuccessExitStatus=143',
     ]);
   });
 
   it('unmanaged full unit with HERMES_HOME_MODE=0701: no UMask=, StateDirectoryMode=0701, the variable passed on', () => {
-    expect(body(run(['systemd', ...INSTALL, '--unmanaged', '--home-mode', '0701', '--exec-start', '/usr/bin/hermes gateway', '--flush-budget-ms', '15500']))).toEqual([
+    expect(body(run(['systemd', ...INSTALL, '--unmanaged', '--home-mode', '0701', '--exec-start', '/usr/bin/hermes gateway', '--flush-budget-ms', '15500', '--sync-budget-ms', '2000']))).toEqual([
       '[Unit]',
       'Description=Hermes gateway (/var/lib/hermes)',
       '[Service]',
@@ -145,7 +145,7 @@ describe('provision systemd: every line against docs/permissions.md', () => {
       'Environment=HERMES_HOME_MODE=0701',
       'ReadWritePaths=/var/lib/hermes',
       'KillSignal=SIGTERM',
-      'TimeoutStopSec=21s', // 15500 ms + 5000 ms, rounded up
+      'TimeoutStopSec=23s', // 15500 ms + 2000 ms + 5000 ms, rounded up
       'SuccessExitStatus=143',
       '[Install]',
       'WantedBy=multi-user.target',
@@ -196,7 +196,7 @@ describe('provision nixos: every line against docs/permissions.md', () => {
       '      StateDirectoryMode = "2770";',
       '      ReadWritePaths = [ "/var/lib/hermes" ];',
       '      KillSignal = "SIGTERM";',
-      '      TimeoutStopSec = "10s";',
+      '      TimeoutStopSec = "15s";',
       '      SuccessExitStatus = "143";',
       '    };',
       '  };',
@@ -278,7 +278,10 @@ describe('provision: the three outputs agree, --json and the schema', () => {
     const fromUnit = s.settings.filter((x) => x.key !== 'Environment').map((x) => [x.key, x.value]);
     expect(Object.entries(n.fragment.serviceConfig).map(([k, v]) => [k, typeof v === 'string' ? v : v.join(' ')])).toEqual(fromUnit);
     expect(Object.entries(n.fragment.environment).map(([k, v]) => `${k}=${v}`)).toEqual(s.settings.filter((x) => x.key === 'Environment').map((x) => x.value));
-    expect(s.flushBudget).toEqual({ ms: 5000, source: 'config-default' });
+    expect(s.flushBudget).toEqual({ ms: 5000, source: 'config-default', syncMs: 5000, syncSource: 'flush-budget' });
+    expect(s.text).toContain('# TimeoutStopSec = flush budget 5000 ms (gateway.shutdown_flush_budget_ms default) + synchronous budget 5000 ms (as the flush budget) + 5000 ms margin.');
+    const set = cliJson<ProvisionSystemdDocument>(['provision', 'systemd', ...INSTALL, '--flush-budget-ms', '15500']).json;
+    expect(set.settings.find((x) => x.key === 'TimeoutStopSec')?.value).toBe('36s'); // 15500 + 15500 + 5000 ms
     expect(s.unit).toEqual({ type: 'drop-in', installPath: '/etc/systemd/system/hermes.service.d/50-hermes-fs.conf' });
   });
 
@@ -312,6 +315,7 @@ describe('provision: bad input is refused with exit 2, nothing printed on stdout
     ['an unparsable HERMES_HOME_MODE', ['tmpfiles', '--unmanaged', '--home-mode', '0601'], /the owner must keep rwx/],
     ['a manager that means not managed', ['tmpfiles', '--manager', 'false'], /means "not managed"/],
     ['a zero flush budget', ['systemd', '--flush-budget-ms', '0'], /positive whole number/],
+    ['a synchronous budget that is no number', ['nixos', '--sync-budget-ms', '5s'], /positive whole number/],
     ['an ExecStart with a newline', ['systemd', '--exec-start', '/bin/true\nExecStartPre=/bin/evil'], /one non-empty command line/],
   ];
   for (const [what, args, message] of cases) {

@@ -19,6 +19,7 @@ interface InstallOptions {
 interface SystemdOptions extends InstallOptions {
   execStart?: string;
   flushBudgetMs?: number;
+  syncBudgetMs?: number;
 }
 
 function positiveInteger(value: string): number {
@@ -89,12 +90,13 @@ export function registerProvision(program: Command): void {
       .description(
         'The service settings the policy assumes: User=/Group=, UMask=0007 on a managed install, StateDirectory=/' +
           'StateDirectoryMode= for a home under /var/lib, HERMES_HOME/HERMES_MANAGED, ReadWritePaths=, and a stop timeout ' +
-          'sized from the shutdown flush budget. A full unit with --exec-start, else a drop-in for an existing unit.',
+          'sized from the shutdown budgets. A full unit with --exec-start, else a drop-in for an existing unit.',
       ),
     'systemd',
   )
     .option('--exec-start <command>', 'write a full unit with this ExecStart= (default: a drop-in)')
-    .option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger);
+    .option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger)
+    .option('--sync-budget-ms <ms>', 'the hook\'s syncBudgetMs, if the gateway sets one (default: the flush budget)', positiveInteger);
   examples(systemd, [
     ['hermes-fs provision systemd > /etc/systemd/system/hermes.service.d/50-hermes-fs.conf', 'a drop-in'],
     ['hermes-fs provision systemd --exec-start "/usr/bin/hermes gateway" --flush-budget-ms 15000', 'a full unit'],
@@ -109,7 +111,8 @@ export function registerProvision(program: Command): void {
       .command('nixos')
       .description('A NixOS module fragment (systemd.tmpfiles.rules, systemd.services.<service>) with the same values; see docs/nixos.md.'),
     'nixos',
-  ).option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger);
+  ).option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger)
+    .option('--sync-budget-ms <ms>', 'the hook\'s syncBudgetMs, if the gateway sets one (default: the flush budget)', positiveInteger);
   examples(nixos, [
     ['hermes-fs provision nixos > /etc/nixos/hermes-fs.nix', 'managed home /var/lib/hermes'],
     ['hermes-fs provision nixos --home /var/lib/hermes/.hermes --service hermes-agent', 'another home and service'],

@@ -77,6 +77,7 @@ export function provisionTmpfiles(input: InstallInput): ProvisionTmpfilesDocumen
 export interface SystemdInput extends InstallInput {
   readonly execStart?: string | undefined;
   readonly flushBudgetMs?: number | undefined;
+  readonly syncBudgetMs?: number | undefined;
 }
 
 /** The service unit (with `execStart`) or drop-in of an install. */
@@ -85,7 +86,7 @@ export function provisionSystemd(input: SystemdInput): ProvisionSystemdDocument 
   if (input.execStart !== undefined && (input.execStart.trim() === '' || /[\n\r]/.test(input.execStart))) {
     throw new CliError('--exec-start must be one non-empty command line', { hint: 'e.g. --exec-start "/usr/bin/hermes gateway"', exitCode: EXIT.error });
   }
-  const budget = flushBudget(input.flushBudgetMs);
+  const budget = flushBudget(input.flushBudgetMs, input.syncBudgetMs);
   const options = { execStart: input.execStart, budget };
   const full = input.execStart !== undefined;
   return {
@@ -103,7 +104,7 @@ export function provisionSystemd(input: SystemdInput): ProvisionSystemdDocument 
 /** The NixOS module fragment of an install. */
 export function provisionNixos(input: SystemdInput): ProvisionNixosDocument {
   const spec = installFrom(input, { manager: 'nixos' });
-  const budget = flushBudget(input.flushBudgetMs);
+  const budget = flushBudget(input.flushBudgetMs, input.syncBudgetMs);
   return {
     schemaVersion: 1,
     command: 'provision nixos',
