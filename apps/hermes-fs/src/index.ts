@@ -6,4 +6,18 @@ export { CELLS, EXPECTED, MATRIX_ARTIFACTS, MATRIX_SCENARIOS, type CellId, type 
 export { runDoctor, doctorExitCode, type DoctorOptions } from './doctor/audit.js';
 export type { Change, DoctorReport, Finding, FindingType, Severity, SpoolSummary } from './doctor/types.js';
 export { EXIT, type ExitCode } from './lib/output.js';
+export {
+  provisionNixos,
+  provisionRegistry,
+  provisionSystemd,
+  provisionTmpfiles,
+  type InstallJson,
+  type ProvisionNixosDocument,
+  type ProvisionRegistryDocument,
+  type ProvisionSystemdDocument,
+  type ProvisionTmpfilesDocument,
+  type SystemdInput,
+} from './provision/run.js';
+export { directoryPlan, plannedKinds, type InstallType, type PlannedDir } from './provision/plan.js';
+export type { InstallInput } from './provision/install.js';
 export { main } from './program.js';

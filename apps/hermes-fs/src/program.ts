@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { registerDoctor } from './commands/doctor.js';
 import { registerMatrix } from './commands/matrix.js';
 import { registerPending } from './commands/pending.js';
+import { registerProvision } from './commands/provision.js';
 import { registerSave } from './commands/save.js';
 import { EXIT_CODES_HELP } from './commands/common.js';
 import { EXIT, reportError } from './lib/output.js';
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerDoctor(program);
   registerPending(program);
   registerSave(program);
+  registerProvision(program);
   program.addHelpText(
     'after',
     `\nExamples:\n  $ hermes-fs matrix                      # measure S1–S5 live\n  $ hermes-fs doctor --home ~/.hermes     # audit a home\n  $ hermes-fs pending list                # the shutdown spool\n  $ hermes-fs save --session 20250101_x   # export a session\n\nEvery command takes --home, --json, --debug and --help.\n${EXIT_CODES_HELP}\n`,

@@ -35,6 +35,14 @@ export {
   type FileRule,
   type KindRef,
 } from './registry.js';
+export {
+  MANAGED_INSTALL,
+  RECONCILED_WHEN_UNMANAGED,
+  reconcilesExistingDir,
+  registryData,
+  type RegistryData,
+  type RegistryKindData,
+} from './registry.js';
 export { secureMkdir, secureMkdirSync, type MkdirResult, type SecureMkdirOptions } from './mkdir.js';
 export {
   TEMP_FILE_PATTERN,

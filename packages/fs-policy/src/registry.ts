@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import type { HermesEnvironment } from './env.js';
+import { DEFAULT_DIR_MODE, type HermesEnvironment } from './env.js';
 
 /**
  * How a file of a kind is created and rewritten.
@@ -238,4 +238,112 @@ export function selectFileMode(input: {
 /** `0o2770` → `"2770"`, `0o600` → `"0600"`: the four-digit octal form used in tables and reports. */
 export function formatMode(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+/**
+ * What a package manager provides on a managed install, as data for the provisioning generators
+ * (`hermes-fs provision`) and the doctor:
+ * - `dirMode`: the mode of the home and of every kind directory it creates: setgid, group rwx (`2770`), so
+ *   every uid of the service group can create entries and new directories inherit the group;
+ * - `umask`: the service umask the managed file modes assume (`UMask=0007`: a shared state file comes out
+ *   `0660`, as `fileModeFor` computes);
+ * - `marker`: the file that tells a process started outside the service (an interactive member of the
+ *   group, whose environment has no `HERMES_MANAGED`) that the home is managed, and its mode.
+ */
+export const MANAGED_INSTALL = {
+  dirMode: 0o2770,
+  umask: 0o007,
+  marker: { name: '.managed', mode: 0o644 },
+} as const;
+
+/**
+ * The kinds whose existing directory the runtime brings back to the kind's mode on an unmanaged install
+ * (`ensureHermesHome` tightens or widens the home and the standard subdirectories it owns); every other
+ * existing directory keeps the mode it has. On a managed install the runtime reconciles no directory.
+ */
+export const RECONCILED_WHEN_UNMANAGED: readonly ArtifactKindName[] = ['home', ...STANDARD_SUBDIRS];
+
+/** Whether the runtime brings an existing directory of `kind` back to policy on this install type. */
+export function reconcilesExistingDir(ref: KindRef, env: Pick<HermesEnvironment, 'managed'>): boolean {
+  if (env.managed.managed) return false;
+  const name = getKind(ref).name;
+  return RECONCILED_WHEN_UNMANAGED.some((k) => k === name);
+}
+
+/** One kind of {@link registryData}: modes as four-digit octal strings. */
+export interface RegistryKindData {
+  readonly name: string;
+  readonly description: string;
+  readonly dir: string | null;
+  readonly dirMode: string;
+  readonly honoursHomeMode: boolean;
+  readonly requiredWhenManaged: boolean;
+  readonly reconciledWhenUnmanaged: boolean;
+  readonly standardSubdir: boolean;
+  readonly ownership: boolean;
+  readonly files: readonly string[] | null;
+  readonly file: {
+    readonly mode: string;
+    readonly managedMode: string;
+    readonly managedMaxMode: string;
+    readonly retighten: boolean;
+    readonly ceiling: string;
+    readonly managedCeiling: string;
+    readonly secret: boolean;
+  };
+}
+
+/** The registry as plain, JSON-serialisable data (`hermes-fs provision registry --json`). */
+export interface RegistryData {
+  readonly schemaVersion: 1;
+  /** The directory mode used where nothing else says (HERMES_HOME_MODE unset or rejected). */
+  readonly defaultDirMode: string;
+  readonly kinds: readonly RegistryKindData[];
+  readonly standardSubdirs: readonly string[];
+  readonly managed: {
+    readonly dirMode: string;
+    readonly umask: string;
+    readonly marker: { readonly name: string; readonly mode: string };
+  };
+}
+
+/**
+ * The registry exported as data, for tools that cannot import this package: every kind with its modes (as
+ * four-digit octal strings; a managed file mode that follows the service umask is `"umask"`), the standard
+ * subdirectories, what is reconciled, and the managed install's layout. Derived from the tables above at
+ * each call, so it cannot drift from them.
+ */
+export function registryData(): RegistryData {
+  const standard = new Set<string>(STANDARD_SUBDIRS);
+  return {
+    schemaVersion: 1,
+    defaultDirMode: formatMode(DEFAULT_DIR_MODE),
+    kinds: listKinds().map((k) => ({
+      name: k.name,
+      description: k.description,
+      dir: k.dir,
+      dirMode: formatMode(k.dirMode),
+      honoursHomeMode: k.honoursHomeMode,
+      requiredWhenManaged: k.requiredWhenManaged,
+      reconciledWhenUnmanaged: RECONCILED_WHEN_UNMANAGED.some((n) => n === k.name),
+      standardSubdir: standard.has(k.name),
+      ownership: k.ownership,
+      files: k.files === undefined ? null : [...k.files],
+      file: {
+        mode: formatMode(k.file.mode),
+        managedMode: k.file.managedMode === 'umask' ? 'umask' : formatMode(k.file.managedMode),
+        managedMaxMode: formatMode(k.file.managedMaxMode),
+        retighten: k.file.retighten,
+        ceiling: formatMode(k.file.ceiling),
+        managedCeiling: formatMode(k.file.managedCeiling),
+        secret: k.file.secret,
+      },
+    })),
+    standardSubdirs: [...STANDARD_SUBDIRS],
+    managed: {
+      dirMode: formatMode(MANAGED_INSTALL.dirMode),
+      umask: formatMode(MANAGED_INSTALL.umask),
+      marker: { name: MANAGED_INSTALL.marker.name, mode: formatMode(MANAGED_INSTALL.marker.mode) },
+    },
+  };
 }

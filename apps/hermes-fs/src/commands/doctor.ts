@@ -10,6 +10,7 @@ interface DoctorOptions extends CommonOptions {
   unmanaged?: boolean;
   allowLink: string[];
   failOn: string;
+  tmpfiles?: string;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -30,6 +31,7 @@ export function registerDoctor(program: Command): void {
     .option('--dry-run', 'show what --fix would change; change nothing', false)
     .option('--managed', 'this home is a managed (NixOS) install, whatever the environment says (sudo drops HERMES_MANAGED)')
     .option('--unmanaged', 'this home is a single-user install: the only way to let --fix tighten a setgid group-shared directory')
+    .option('--tmpfiles <file>', 'the installed tmpfiles.d configuration (hermes-fs provision tmpfiles): managed evidence after the marker')
     .option('--allow-link <prefix>', 'links into this prefix are legitimate (repeatable; default /nix/store)', collect, [])
     .option('--fail-on <level>', 'what makes the exit code 1: error, or warning (errors and warnings)', 'warning');
   commonOptions(cmd);
@@ -38,6 +40,7 @@ export function registerDoctor(program: Command): void {
     ['hermes-fs doctor --home /var/lib/hermes/.hermes --dry-run', 'what --fix would change'],
     ['sudo hermes-fs doctor --managed --home /var/lib/hermes/.hermes --fix', 'widen a legacy 0700 managed home to 2770'],
     ['hermes-fs doctor --fail-on error', 'exit 1 only for errors'],
+    ['sudo hermes-fs doctor --home /var/lib/hermes --tmpfiles /etc/tmpfiles.d/hermes.conf', 'the installed configuration says managed or not'],
   ]);
   cmd.action(async (opts: DoctorOptions) => {
     const { runDoctor, doctorExitCode } = await import('../doctor/audit.js');
@@ -51,6 +54,7 @@ export function registerDoctor(program: Command): void {
       managed: opts.managed === true ? true : opts.unmanaged === true ? false : undefined,
       allowLinks: opts.allowLink.length > 0 ? opts.allowLink : undefined,
       failOn: opts.failOn,
+      tmpfiles: opts.tmpfiles,
     });
     if (opts.json) printJson(report);
     else println(renderDoctor(report, colorsFor(process.stdout)));

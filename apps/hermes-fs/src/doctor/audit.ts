@@ -15,7 +15,7 @@ import { ConfigError, defaultConfig, loadConfig, type PendingSpoolConfig } from 
 import {
   type ArtifactKind,
   checkHomeChainSync,
-  dirModeFor,
+  detectManaged,
   type ExpectedEntry,
   expectedDirMode,
   fileMaxModeFor,
@@ -23,9 +23,9 @@ import {
   FsPolicyError,
   getKind,
   type HermesEnvironment,
-  listKinds,
   loadEnvironment,
   parseTempName,
+  readRegularFileSync,
   reconcileDir,
   reconcileFile,
   type ScanEntry,
@@ -35,6 +35,8 @@ import {
 import { salvageTemps } from '@hermes/gateway';
 import { CliError, EXIT, type ExitCode } from '../lib/output.js';
 import { shellQuote } from '../lib/shell.js';
+import { directoryPlan, plannedKinds, type PlannedDir } from '../provision/plan.js';
+import { tmpfilesEvidence } from '../provision/tmpfiles.js';
 import { auditSpool } from './spool.js';
 import type { Change, DoctorReport, Finding, Severity } from './types.js';
 
@@ -46,6 +48,11 @@ export interface DoctorOptions {
   readonly now?: number;
   /** `--managed` (true) or `--unmanaged` (false): the operator's word, stronger than any other evidence. */
   readonly managed?: boolean | undefined;
+  /**
+   * `--tmpfiles FILE`: the installed tmpfiles.d configuration that provisioned the home. Its rule for the home
+   * decides managed (group-shared) or not when neither the flag, HERMES_MANAGED nor the marker says.
+   */
+  readonly tmpfiles?: string | undefined;
   /** Links whose real path lies under one of these are legitimate (default: the NixOS store). */
   readonly allowLinks?: readonly string[] | undefined;
   /** What makes the exit code 1: errors only, or errors and warnings (default). */
@@ -86,12 +93,16 @@ function describeBits(extra: number): string {
   return `${what.join('/') || 'access'} by ${who.join(' and ')}`;
 }
 
-type ManagedSource = 'flag' | 'env' | 'marker' | 'none';
+type ManagedSource = 'flag' | 'env' | 'marker' | 'tmpfiles' | 'none';
 
 interface AuditContext {
   readonly home: string;
   readonly env: HermesEnvironment;
   readonly managedSource: ManagedSource;
+  /** The `--tmpfiles` file, when it was the evidence (repeated in the fix commands). */
+  readonly tmpfiles: string | undefined;
+  /** What `hermes-fs provision tmpfiles` creates for this install, by kind: the modes every directory is held to. */
+  readonly plan: ReadonlyMap<string, PlannedDir>;
   /** The tree's own evidence of a managed install (setgid or group-shared directories, group-shared state). */
   readonly looksManaged: readonly string[];
   /** Set when the managed question is open: mode checks that depend on it are skipped, nothing is fixed. */
@@ -110,7 +121,14 @@ function identity(st: fs.Stats): ExpectedEntry {
 }
 
 function fixCommand(ctx: AuditContext): string {
-  const flag = ctx.managedSource === 'flag' ? (ctx.env.managed.managed ? ' --managed' : ' --unmanaged') : '';
+  const flag =
+    ctx.managedSource === 'flag'
+      ? ctx.env.managed.managed
+        ? ' --managed'
+        : ' --unmanaged'
+      : ctx.managedSource === 'tmpfiles' && ctx.tmpfiles !== undefined
+        ? ` --tmpfiles ${shellQuote(ctx.tmpfiles)}`
+        : '';
   return `hermes-fs doctor --fix${flag} --home ${shellQuote(ctx.home)}`;
 }
 
@@ -179,9 +197,13 @@ function checkKindDir(p: string, st: fs.Stats, kind: ArtifactKind, ctx: AuditCon
   const mode = st.mode & 0o7777;
   const canFix = ctx.uid === 0 || st.uid === ctx.uid;
   const fixCmd = fixCommand(ctx);
+  const planned = ctx.plan.get(kind.name)?.mode;
   if (ctx.env.managed.managed) {
     const expected = expectedDirMode(mode, kind, ctx.env, true);
-    if (expected === null || expected === mode) return;
+    if (expected === null || expected === mode) {
+      if (planned !== undefined) checkManagedWider(p, st, kind, planned, ctx);
+      return;
+    }
     const missing: string[] = [];
     if ((mode & 0o070) !== 0o070) missing.push(`group ${['r', 'w', 'x'].filter((_, i) => (mode & (0o040 >> i)) === 0).join('')}`);
     if ((mode & 0o2000) === 0) missing.push('setgid');
@@ -200,8 +222,8 @@ function checkKindDir(p: string, st: fs.Stats, kind: ArtifactKind, ctx: AuditCon
     });
     return;
   }
-  const expected = dirModeFor(kind, ctx.env);
-  if (expected === null || expected === mode) return;
+  const expected = planned;
+  if (expected === undefined || expected === mode) return;
   const looser = (mode & ~expected & 0o077) !== 0;
   // A setgid, group-shared directory is the managed layout: it is tightened only on the operator's explicit
   // --unmanaged (tightening it locks the service group's other uid out).
@@ -225,6 +247,31 @@ function checkKindDir(p: string, st: fs.Stats, kind: ArtifactKind, ctx: AuditCon
     fixable: canFix && !needsFlag,
     mode: formatMode(mode),
     expected: formatMode(expected),
+  });
+}
+
+/**
+ * A managed directory with every bit the package manager gives it but more besides (others' access, sticky):
+ * reported against what `provision tmpfiles` creates. Not fixable here: fs-policy never narrows a managed
+ * directory; the operator can.
+ */
+function checkManagedWider(p: string, st: fs.Stats, kind: ArtifactKind, planned: number, ctx: AuditContext): void {
+  const mode = st.mode & 0o7777;
+  const extra = mode & ~planned & 0o7777;
+  if (extra === 0) return;
+  const others = extra & 0o777;
+  ctx.findings.push({
+    type: 'dir-mode',
+    severity: (extra & 0o007) !== 0 ? 'error' : 'warning',
+    path: p,
+    kind: kind.name,
+    problem:
+      `managed install: mode ${formatMode(mode)} ${others !== 0 ? `allows ${describeBits(others)}` : `adds ${formatMode(extra)}`} beyond ` +
+      `the ${formatMode(planned)} the package manager creates (hermes-fs provision tmpfiles)`,
+    fix: `as uid ${String(st.uid)} or root: chmod ${formatMode(planned)} ${shellQuote(p)}   (--fix never narrows a managed directory)`,
+    fixable: false,
+    mode: formatMode(mode),
+    expected: formatMode(planned),
   });
 }
 
@@ -327,12 +374,9 @@ interface ScanCounts {
 
 /** Which kind, if any, a path belongs to. */
 function classifier(): { dirKind: (rel: string) => ArtifactKind | undefined; fileKind: (rel: string, name: string) => ArtifactKind | undefined } {
+  // The directories provision tmpfiles creates, the home included.
   const kindDirs = new Map<string, ArtifactKind>();
-  for (const kind of listKinds()) {
-    if (kind.dir === null) continue;
-    if (kind.dir === '' && kind.name !== 'home') continue;
-    kindDirs.set(kind.dir, kind);
-  }
+  for (const kind of plannedKinds()) kindDirs.set(kind.dir ?? '', kind);
   const secretDirs = SECRET_DIR_KINDS.map((name) => {
     const kind = getKind(name);
     return { prefix: `${kind.dir ?? ''}/`, kind };
@@ -545,17 +589,57 @@ function unusableHome(home: string, err: unknown): CliError {
   return new CliError(`cannot audit ${home}: ${why}`, { hint: 'pass the home with --home DIR or set HERMES_HOME', exitCode: EXIT.error, cause: err });
 }
 
-function managedSourceOf(options: DoctorOptions, env: HermesEnvironment): ManagedSource {
-  if (options.managed !== undefined) return 'flag';
-  return env.managed.source;
+/** The installed tmpfiles configuration's word on the home (exit 2 when it cannot be read or says nothing about it). */
+function readTmpfiles(file: string, home: string): { managed: boolean; system: string | null; rule: string } {
+  let text: string;
+  try {
+    // On NixOS /etc/tmpfiles.d/*.conf are links into the store: followed, but never a FIFO or a huge file.
+    text = readRegularFileSync(file, { follow: true, maxBytes: 1 << 20 }).data.toString('utf8');
+  } catch (err) {
+    const why = err instanceof FsPolicyError ? err.toLine() : err instanceof Error ? err.message : String(err);
+    throw new CliError(`cannot read --tmpfiles ${file}: ${why}`, { hint: 'pass the installed configuration, e.g. /etc/tmpfiles.d/hermes.conf', exitCode: EXIT.error, cause: err });
+  }
+  const evidence = tmpfilesEvidence(text, home);
+  if ('problem' in evidence) {
+    throw new CliError(`--tmpfiles ${file} is no evidence for ${home}: ${evidence.problem}`, {
+      hint: 'pass the configuration that provisions this home, or --managed/--unmanaged',
+      exitCode: EXIT.error,
+    });
+  }
+  return evidence;
+}
+
+interface ManagedDecision {
+  readonly vars: NodeJS.ProcessEnv;
+  readonly source: ManagedSource | undefined;
+  /** The tmpfiles configuration contradicts HERMES_MANAGED or the marker, which win: said as a finding. */
+  readonly conflict: string | undefined;
+}
+
+/** Evidence order: --managed/--unmanaged > HERMES_MANAGED > the .managed marker > --tmpfiles > the tree. */
+function decideManaged(options: DoctorOptions, home: string, base: NodeJS.ProcessEnv): ManagedDecision {
+  const t = options.tmpfiles === undefined ? undefined : readTmpfiles(options.tmpfiles, home);
+  const contradicts = (managed: boolean, who: string): string | undefined =>
+    t === undefined || t.managed === managed
+      ? undefined
+      : `--tmpfiles ${options.tmpfiles ?? ''} provisions this home ${t.managed ? 'managed' : 'unmanaged'} (${t.rule}), but ` +
+        `${who} says ${managed ? 'managed' : 'unmanaged'}, which wins`;
+  if (options.managed !== undefined) {
+    const vars = { ...base, HERMES_MANAGED: options.managed ? 'nixos' : 'false' };
+    return { vars, source: 'flag', conflict: contradicts(options.managed, options.managed ? '--managed' : '--unmanaged') };
+  }
+  if (t === undefined) return { vars: base, source: undefined, conflict: undefined };
+  const said = detectManaged(home, base);
+  if (said.source === 'none') return { vars: { ...base, HERMES_MANAGED: t.managed ? (t.system ?? 'nixos') : 'false' }, source: 'tmpfiles', conflict: undefined };
+  return { vars: base, source: undefined, conflict: contradicts(said.managed, said.source === 'env' ? 'HERMES_MANAGED' : 'the .managed marker') };
 }
 
 async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' | 'summary'> & { ctx: AuditContext }> {
   const started = performance.now();
   const home = path.resolve(options.home);
   const base = options.env ?? process.env;
-  const vars = options.managed === undefined ? base : { ...base, HERMES_MANAGED: options.managed ? 'nixos' : 'false' };
-  const env = loadEnvironment({ home, env: vars });
+  const decision = decideManaged(options, home, base);
+  const env = loadEnvironment({ home, env: decision.vars });
   const findings: Finding[] = [];
   checkHome(home, env, findings);
   let evidence: ReturnType<typeof treeEvidence>;
@@ -564,13 +648,15 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
   } catch (err) {
     throw unusableHome(home, err);
   }
-  const managedSource = managedSourceOf(options, env);
+  const managedSource = decision.source ?? env.managed.source;
   const ambiguous = managedSource === 'none' && evidence.evidence.length > 0;
   const uid = typeof process.geteuid === 'function' ? process.geteuid() : -1;
   const ctx: AuditContext = {
     home,
     env,
     managedSource,
+    tmpfiles: managedSource === 'tmpfiles' ? options.tmpfiles : undefined,
+    plan: new Map(directoryPlan({ managed: env.managed.managed, homeMode: env.homeMode }).map((d) => [d.kind, d])),
     looksManaged: evidence.evidence,
     ambiguous,
     uid,
@@ -588,9 +674,20 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
       kind: 'home',
       problem:
         `this home looks managed (${evidence.evidence.join(', ')}) but neither --managed/--unmanaged, HERMES_MANAGED nor a ` +
-        `.managed marker says so; rerun with --managed or --unmanaged. Nothing is changed meanwhile: tightening a group-shared ` +
+        `.managed marker says so; rerun with --managed or --unmanaged (or --tmpfiles FILE, the installed configuration). Nothing is changed meanwhile: tightening a group-shared ` +
         `home locks the service group's other uid out`,
       fix: `hermes-fs doctor --managed --home ${shellQuote(home)}   (or --unmanaged, if it really is a single-user home)`,
+      fixable: false,
+    });
+  }
+  if (decision.conflict !== undefined) {
+    findings.push({
+      type: 'environment',
+      severity: 'warning',
+      path: home,
+      kind: 'home',
+      problem: decision.conflict,
+      fix: 'make the service environment, the marker and the installed tmpfiles configuration agree (hermes-fs provision tmpfiles)',
       fixable: false,
     });
   }

@@ -1,0 +1,134 @@
+import { type Command, InvalidArgumentError } from 'commander';
+import { printJson } from '../lib/output.js';
+import { DEFAULT_HOME, DEFAULT_SERVICE, DEFAULT_USER } from '../provision/install.js';
+import { examples } from './common.js';
+
+interface InstallOptions {
+  home?: string;
+  user?: string;
+  group?: string;
+  managed?: boolean;
+  unmanaged?: boolean;
+  manager?: string;
+  homeMode?: string;
+  service?: string;
+  json: boolean;
+  debug: boolean;
+}
+
+interface SystemdOptions extends InstallOptions {
+  execStart?: string;
+  flushBudgetMs?: number;
+  syncBudgetMs?: number;
+}
+
+function positiveInteger(value: string): number {
+  if (!/^\d{1,9}$/.test(value) || Number(value) === 0) throw new InvalidArgumentError('expected a positive whole number of milliseconds');
+  return Number(value);
+}
+
+function output(cmd: Command): Command {
+  return cmd.option('--json', 'print one JSON document (schema/provision.schema.json) instead of the file', false).option('--debug', 'print stack traces on errors', false);
+}
+
+/** The options every generator shares: which install it is for. */
+function installOptions(cmd: Command, manager: string): Command {
+  cmd
+    .option('--home <dir>', 'the Hermes home the service uses (absolute)', DEFAULT_HOME)
+    .option('--user <name>', 'the service user (name or uid)', DEFAULT_USER)
+    .option('--group <name>', 'the service group (default: the user)')
+    .option('--managed', 'a package manager owns the home, shared with the service group (the default)')
+    .option('--unmanaged', 'a single-user install: owner-only directories')
+    .option('--manager <name>', `the manager's name for HERMES_MANAGED and the .managed marker (default: ${manager})`)
+    .option('--home-mode <mode>', 'unmanaged: HERMES_HOME_MODE for the kinds that honour it, e.g. 0701')
+    .option('--service <name>', 'the systemd service name, without .service', DEFAULT_SERVICE);
+  return output(cmd);
+}
+
+function print(doc: { text: string }, json: boolean): void {
+  if (json) printJson(doc);
+  else process.stdout.write(doc.text);
+}
+
+export function registerProvision(program: Command): void {
+  const provision = program
+    .command('provision')
+    .summary('generate tmpfiles.d, the systemd unit and the NixOS module from the fs-policy registry')
+    .description(
+      'Prints what a package manager and a service manager need to provide a Hermes home, generated from the same ' +
+        '@hermes/fs-policy registry the runtime enforces and the doctor audits: no mode is written by hand.',
+    );
+  examples(provision, [
+    ['hermes-fs provision tmpfiles > /etc/tmpfiles.d/hermes.conf', 'managed home /var/lib/hermes, owner hermes'],
+    ['hermes-fs provision systemd --exec-start "/usr/bin/hermes gateway"', 'a full service unit'],
+    ['hermes-fs provision nixos > hermes-fs.nix', 'the NixOS module fragment'],
+    ['hermes-fs provision registry --json', 'the registry as data'],
+  ]);
+
+  const tmpfiles = installOptions(
+    provision
+      .command('tmpfiles')
+      .description(
+        'A tmpfiles.d(5) configuration: a d line per directory kind with the registry\'s mode and the owner (applied on ' +
+          'creation; an existing directory keeps its own), a z line where the runtime itself reconciles an existing ' +
+          'directory, and on a managed install the .managed marker.',
+      ),
+    'systemd',
+  );
+  examples(tmpfiles, [
+    ['hermes-fs provision tmpfiles --home /var/lib/hermes --user hermes --group hermes', 'managed (2770, setgid)'],
+    ['hermes-fs provision tmpfiles --unmanaged --home-mode 0701', 'single-user, HERMES_HOME_MODE=0701'],
+  ]);
+  tmpfiles.action(async (opts: InstallOptions) => {
+    const { provisionTmpfiles } = await import('../provision/run.js');
+    print(provisionTmpfiles(opts), opts.json);
+  });
+
+  const systemd = installOptions(
+    provision
+      .command('systemd')
+      .description(
+        'The service settings the policy assumes: User=/Group=, UMask=0007 on a managed install, StateDirectory=/' +
+          'StateDirectoryMode= for a home under /var/lib, HERMES_HOME/HERMES_MANAGED, ReadWritePaths=, and a stop timeout ' +
+          'sized from the shutdown budgets. A full unit with --exec-start, else a drop-in for an existing unit.',
+      ),
+    'systemd',
+  )
+    .option('--exec-start <command>', 'write a full unit with this ExecStart= (default: a drop-in)')
+    .option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger)
+    .option('--sync-budget-ms <ms>', 'the hook\'s syncBudgetMs, if the gateway sets one (default: the flush budget)', positiveInteger);
+  examples(systemd, [
+    ['hermes-fs provision systemd > /etc/systemd/system/hermes.service.d/50-hermes-fs.conf', 'a drop-in'],
+    ['hermes-fs provision systemd --exec-start "/usr/bin/hermes gateway" --flush-budget-ms 15000', 'a full unit'],
+  ]);
+  systemd.action(async (opts: SystemdOptions) => {
+    const { provisionSystemd } = await import('../provision/run.js');
+    print(provisionSystemd(opts), opts.json);
+  });
+
+  const nixos = installOptions(
+    provision
+      .command('nixos')
+      .description('A NixOS module fragment (systemd.tmpfiles.rules, systemd.services.<service>) with the same values; see docs/nixos.md.'),
+    'nixos',
+  ).option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger)
+    .option('--sync-budget-ms <ms>', 'the hook\'s syncBudgetMs, if the gateway sets one (default: the flush budget)', positiveInteger);
+  examples(nixos, [
+    ['hermes-fs provision nixos > /etc/nixos/hermes-fs.nix', 'managed home /var/lib/hermes'],
+    ['hermes-fs provision nixos --home /var/lib/hermes/.hermes --service hermes-agent', 'another home and service'],
+  ]);
+  nixos.action(async (opts: SystemdOptions) => {
+    const { provisionNixos } = await import('../provision/run.js');
+    print(provisionNixos(opts), opts.json);
+  });
+
+  const registry = output(provision.command('registry').description('The @hermes/fs-policy registry: every artifact kind with its modes, as a table or (--json) as data.'));
+  examples(registry, [
+    ['hermes-fs provision registry', 'a table'],
+    ['hermes-fs provision registry --json | jq .registry.kinds', 'as data'],
+  ]);
+  registry.action(async (opts: { json: boolean }) => {
+    const { provisionRegistry } = await import('../provision/run.js');
+    print(provisionRegistry(), opts.json);
+  });
+}
