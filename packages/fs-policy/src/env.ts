@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { FsPolicyError } from './errors.js';
 import { type AnchorMode, anchorMode } from './internal/anchor.js';
 import { readRegularFileSync } from './read.js';
+import { MANAGED_INSTALL } from './registry.js';
 import { getLogger } from './logger.js';
 
 /** The environment variables this package reads. */
@@ -81,7 +82,7 @@ export function detectManaged(home: string, env: EnvSource = process.env): Manag
   if (fromEnv !== undefined && fromEnv.trim() !== '') {
     return { ...interpretManagedValue(fromEnv), source: 'env', raw: fromEnv };
   }
-  const marker = path.join(home, '.managed');
+  const marker = path.join(home, MANAGED_INSTALL.marker.name);
   let content: string;
   try {
     // Never blocks: a FIFO planted as the marker is refused after fstat; a link is not followed.
@@ -193,7 +194,7 @@ export function readUmask(options: { fresh?: boolean } = {}): number | null {
  * depend on it, and those are capped at 0660 whatever it is.
  */
 function assumedUmask(managed: boolean): number {
-  return managed ? 0o007 : 0o022;
+  return managed ? MANAGED_INSTALL.umask : 0o022;
 }
 
 /** Everything the policy needs to know about the process and its home, resolved once. */

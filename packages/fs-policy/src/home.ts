@@ -6,7 +6,7 @@ import { reachDirPlan } from './internal/reach.js';
 import { Held } from './internal/resolve.js';
 import { secureMkdirPlan } from './mkdir.js';
 import { reconcilePlan, type ReconcileResult } from './reconcile.js';
-import { getKind, kindDir, STANDARD_SUBDIRS, type ArtifactKindName } from './registry.js';
+import { getKind, kindDir, reconcilesExistingDir, STANDARD_SUBDIRS, type ArtifactKindName } from './registry.js';
 
 export interface EnsureHomeOptions {
   env?: HermesEnvironment;
@@ -79,7 +79,7 @@ function* ensureHomePlan(env: HermesEnvironment, options: EnsureHomeOptions): Pl
     const r = yield* secureMkdirPlan(dir, kind, env, home);
     created.push(...r.created);
     warnings.push(...r.warnings);
-    if (r.created.length === 0) {
+    if (r.created.length === 0 && reconcilesExistingDir(kind, env)) {
       const rec = yield* reconcilePlan(dir, kind, env, {});
       if (rec.action !== 'none') reconciled.push(rec);
       warnings.push(...rec.warnings);
