@@ -42,9 +42,19 @@ function cutUtf8(text: string, max: number): string {
   return buf.subarray(0, end).toString('utf8');
 }
 
+let writerTag: string | undefined;
+
+/** `<pid>-<pidns>` of this process, computed once (reading `process.pid` is a syscall each time). */
+function tag(): string {
+  if (writerTag === undefined) {
+    const ns = pidNamespace();
+    writerTag = `${String(process.pid)}${ns === null ? '' : `-${ns}`}`;
+  }
+  return writerTag;
+}
+
 /** A fresh temp (or rollback) name for `target` (a single name, not a path). */
 export function tempNameFor(target: string, suffix: 'tmp' | 'bak'): string {
-  const ns = pidNamespace();
-  const tail = `.${String(process.pid)}${ns === null ? '' : `-${ns}`}.${randomBytes(6).toString('hex')}.${suffix}`;
+  const tail = `.${tag()}.${randomBytes(6).toString('hex')}.${suffix}`;
   return `.${cutUtf8(target, NAME_MAX - 1 - Buffer.byteLength(tail))}${tail}`;
 }
