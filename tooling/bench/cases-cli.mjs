@@ -1,4 +1,4 @@
-// B6 (hermes-fs pending list on a large spool, whole process) and B7 (peak RSS of hermes-fs pending recover
+// B7 (hermes-fs pending list on a large spool, whole process) and B8 (peak RSS of hermes-fs pending recover
 // against the library alone), each against its baseline in the same run.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -57,8 +57,8 @@ export async function cliCases(workRoot, { samples }) {
   fs.mkdirSync(workRoot, { recursive: true });
   const results = [];
 
-  // B6: pending list on 20,000 and 100,000 payload files.
-  for (const [id, n, target] of [['B6', 20_000, 1000], ['B6b', 100_000, 5000]]) {
+  // B7: pending list on 20,000 and 100,000 payload files.
+  for (const [id, n, target] of [['B7', 20_000, 1000], ['B7b', 100_000, 5000]]) {
     const home = path.join(workRoot, `list-${n}`);
     fs.mkdirSync(home, { mode: 0o700 });
     seedSpool(home, n);
@@ -85,7 +85,7 @@ export async function cliCases(workRoot, { samples }) {
     fs.rmSync(home, { recursive: true, force: true });
   }
 
-  // B7: peak RSS of a 100,000-file recovery, the CLI (text and --json) against the library alone.
+  // B8: peak RSS of a 100,000-file recovery, the CLI (text and --json) against the library alone.
   const N = 100_000;
   const rss = { lib: [], cli: [], cliJson: [] };
   for (let i = 0; i < 2; i++) {
@@ -105,7 +105,7 @@ export async function cliCases(workRoot, { samples }) {
   const cli = median(rss.cli);
   const cliJson = median(rss.cliJson);
   results.push({
-    id: 'B7',
+    id: 'B8',
     title: 'pending recover of 100,000 files: peak RSS of the whole process',
     target: { op: '<=', ratio: 1.3 },
     unit: 'MiB peak RSS',
