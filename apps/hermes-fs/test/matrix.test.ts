@@ -148,6 +148,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
         users: [],
         group: null,
         rows: [],
+        leftover: [],
       });
     } finally {
       users?.cleanup();
