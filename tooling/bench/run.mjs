@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { cliCases } from './cases-cli.mjs';
 import { doctorCases } from './cases-doctor.mjs';
 import { gatewayCases } from './cases-gateway.mjs';
 import { matrixCases } from './cases-matrix.mjs';
@@ -15,7 +16,7 @@ const quick = args.has('--quick');
 const samples = quick ? 3 : 9;
 const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 
-const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor', B6: 'matrix' };
+const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli' };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-bench-'));
 const results = [];
 try {
@@ -24,6 +25,7 @@ try {
     ['gateway', () => gatewayCases(path.join(work, 'g'), { samples })],
     ['doctor', () => doctorCases(path.join(work, 'd'), { samples })],
     ['matrix', () => matrixCases(path.join(work, 'm'), { samples })],
+    ['cli', () => cliCases(path.join(work, 'c'), { samples })],
   ];
   for (const [name, run] of groups) {
     if (only && !only.some((o) => o === name || (GROUP_OF[o] ?? '') === name)) continue;
@@ -42,7 +44,8 @@ function verdict(r) {
 function targetText(r) {
   return r.target.op === '<=' ? `<= ${r.target.ratio}x` : `>= ${r.target.ratio}x faster`;
 }
-function fmt(ms) {
+function fmt(ms, unit) {
+  if (unit === 'MiB') return `${ms.toFixed(0)} MiB`;
   return ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(1)} us`;
 }
 
@@ -55,7 +58,7 @@ if (json) {
   for (const r of results) {
     const ratio = r.target.op === '>=faster' ? `${(1 / r.ratio).toFixed(2)}x faster` : `${r.ratio.toFixed(3)}x`;
     console.log(
-      `| ${r.id} ${r.title} | ${r.ours.name}: ${fmt(r.ours.medianMs)} ±${(r.ours.spread * 100).toFixed(0)}% | ${r.baseline.name}: ${fmt(r.baseline.medianMs)} ±${(r.baseline.spread * 100).toFixed(0)}% | ${ratio} | ${targetText(r)} | ${verdict(r) ? 'yes' : 'MISSED'} |`,
+      `| ${r.id} ${r.title} | ${r.ours.name}: ${fmt(r.ours.medianMs, r.ours.unit)} ±${(r.ours.spread * 100).toFixed(0)}% | ${r.baseline.name}: ${fmt(r.baseline.medianMs, r.baseline.unit)} ±${(r.baseline.spread * 100).toFixed(0)}% | ${ratio} | ${targetText(r)} | ${verdict(r) ? 'yes' : 'MISSED'} |`,
     );
     for (const extra of r.notes ?? []) console.log(`|  | ${extra} | | | | |`);
   }

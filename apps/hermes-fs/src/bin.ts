@@ -1,5 +1,4 @@
 #!/usr/bin/env node
 import { main } from './program.js';
 
-const code = await main(process.argv);
-process.exitCode = code;
+process.exitCode = await main(process.argv);

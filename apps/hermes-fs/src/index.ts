@@ -5,7 +5,7 @@ export { runMatrix, type MatrixCell, type MatrixOptions, type MatrixReport, type
 export { CELLS, EXPECTED, MATRIX_ARTIFACTS, MATRIX_SCENARIOS, type CellId, type MatrixArtifact, type MatrixScenario, type ScenarioId } from './matrix/scenarios.js';
 export { runDoctor, doctorExitCode, type DoctorOptions } from './doctor/audit.js';
 export type { Change, DoctorReport, Finding, FindingType, Severity, SpoolSummary } from './doctor/types.js';
-export { EXIT, type ExitCode } from './lib/output.js';
+export { EXIT, type ErrorDocument, type ExitCode } from './lib/output.js';
 export {
   provisionNixos,
   provisionRegistry,
@@ -21,3 +21,4 @@ export {
 export { directoryPlan, plannedKinds, type InstallType, type PlannedDir } from './provision/plan.js';
 export type { InstallInput } from './provision/install.js';
 export { main } from './program.js';
+export { termSafe, type TermSafeOptions } from './lib/term.js';

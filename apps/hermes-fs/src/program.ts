@@ -1,11 +1,11 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { registerDoctor } from './commands/doctor.js';
 import { registerMatrix } from './commands/matrix.js';
 import { registerPending } from './commands/pending.js';
 import { registerProvision } from './commands/provision.js';
 import { registerSave } from './commands/save.js';
 import { EXIT_CODES_HELP } from './commands/common.js';
-import { EXIT, reportError } from './lib/output.js';
+import { CliError, EXIT, installStreamGuards, printJson, errorDocument, reportError, stdoutExitCode } from './lib/output.js';
 import { VERSION } from './version.js';
 
 export function buildProgram(): Command {
@@ -15,8 +15,14 @@ export function buildProgram(): Command {
         'salvage of the shutdown spool, and session export.',
     )
     .version(VERSION, '-V, --version')
+    .option('--home <dir>', 'the Hermes home (default: $HERMES_HOME, else ~/.hermes); before or after the command')
+    .option('--json', 'print one JSON document on stdout instead of text (schemas: hermes-fs/schema/*)', false)
+    .option('--debug', 'print stack traces on errors', false)
+    .addOption(new Option('--color', 'colour even when stdout is not a terminal'))
+    .addOption(new Option('--no-color', 'never colour (as NO_COLOR=1)'))
     .showSuggestionAfterError()
     .showHelpAfterError('hint: add --help for usage and examples')
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       outputError: (text, write) => {
         write(`hermes-fs: ${text}`);
@@ -30,35 +36,62 @@ export function buildProgram(): Command {
   registerProvision(program);
   program.addHelpText(
     'after',
-    `\nExamples:\n  $ hermes-fs matrix                      # measure S1–S5 live\n  $ hermes-fs doctor --home ~/.hermes     # audit a home\n  $ hermes-fs pending list                # the shutdown spool\n  $ hermes-fs save --session 20250101_x   # export a session\n\nEvery command takes --home, --json, --debug and --help.\n${EXIT_CODES_HELP}\n`,
+    `\nExamples:\n  $ hermes-fs matrix                      # measure S1–S5 live\n  $ hermes-fs --home ~/.hermes doctor     # audit a home\n  $ hermes-fs pending list                # the shutdown spool (newest 50)\n  $ hermes-fs save --session 20250101_x   # export a session\n\nEvery command takes --home, --json, --debug, --color/--no-color and --help.\n${EXIT_CODES_HELP}\n`,
   );
   // Subcommands report usage errors through the same override (exit 2).
-  for (const cmd of program.commands) {
+  const override = (cmd: Command): void => {
     cmd.exitOverride();
-    for (const sub of cmd.commands) sub.exitOverride();
-  }
+    cmd.configureOutput({ outputError: (text, write) => { write(`hermes-fs: ${text}`); } });
+    for (const sub of cmd.commands) override(sub);
+  };
+  for (const cmd of program.commands) override(cmd);
   return program;
+}
+
+/** The command words of `argv` (`pending list`), for the `command` of an error document. */
+function commandOf(program: Command, argv: readonly string[]): string {
+  const words: string[] = [];
+  let cmd: Command = program;
+  for (const arg of argv.slice(2)) {
+    if (arg.startsWith('-')) continue;
+    const sub: Command | undefined = cmd.commands.find((c) => c.name() === arg);
+    if (sub === undefined) break;
+    words.push(arg);
+    cmd = sub;
+  }
+  return words.length === 0 ? 'hermes-fs' : words.join(' ');
 }
 
 /** Runs the CLI; resolves to the exit code (never throws). */
 export async function main(argv: readonly string[]): Promise<number> {
+  installStreamGuards();
   const program = buildProgram();
+  const json = argv.includes('--json');
   const debug = argv.includes('--debug');
   if (argv.length <= 2) {
     program.outputHelp();
     return EXIT.error;
   }
+  process.exitCode = undefined;
+  let code: number;
   try {
     await program.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+    code = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
       // Commander printed its message already; help and --version are successes.
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
-        return EXIT.ok;
+        code = EXIT.ok;
+      } else {
+        code = EXIT.error;
+        if (json) {
+          const usage = new CliError(err.message.replace(/^error: /, ''), { code: 'EUSAGE', exitCode: EXIT.error, hint: 'add --help for usage and examples' });
+          printJson(errorDocument(commandOf(program, argv), usage, EXIT.error));
+        }
       }
-      return EXIT.error;
+    } else {
+      code = reportError(err, { debug, json, command: commandOf(program, argv) });
     }
-    return reportError(err, debug);
   }
+  return stdoutExitCode() ?? code;
 }

@@ -346,7 +346,8 @@ describe('hermes-fs doctor: scale and errors', () => {
     const r = cli(['doctor', '--home', '/nonexistent/hermes-home']);
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(
-      'hermes-fs: error: cannot audit /nonexistent/hermes-home: it does not exist\nhint: pass the home with --home DIR or set HERMES_HOME\n',
+      'hermes-fs: error: cannot use the Hermes home /nonexistent/hermes-home: it does not exist\n' +
+        'hint: pass the home with --home DIR (before or after the command) or set HERMES_HOME\n',
     );
   });
 });

@@ -27,7 +27,7 @@ describe('hermes-fs --help', () => {
       expect(r.stdout).toMatch(new RegExp(`^Usage: hermes-fs${cmd.length > 0 ? ` ${cmd.join(' ')}` : ''} `));
       expect(r.stdout).toContain('Examples:');
       expect(r.stdout).toMatch(/\$ (sudo )?hermes-fs /);
-      expect(r.stdout).toContain('Exit codes: 0 success');
+      expect(r.stdout).toContain('Exit codes (every command):\n  0  success\n  1  findings or failures');
       expect(r.stdout).not.toMatch(ANSI);
     });
   }
@@ -68,27 +68,34 @@ describe('colour', () => {
     }
   });
 
-  it('not a terminal: no ANSI escapes even where CI or FORCE_COLOR would make a library guess colour', () => {
-    for (const env of [{ CI: 'true', NO_COLOR: undefined }, { FORCE_COLOR: '1', NO_COLOR: undefined }]) {
-      for (const args of [['doctor', '--home', home], ['pending', 'list', '--home', home], ['doctor', '--home', '/nonexistent/x']]) {
-        const r = cli(args, { env });
-        expect(r.stdout + r.stderr, `${JSON.stringify(env)} ${args.join(' ')}`).not.toMatch(ANSI);
-      }
+  it('not a terminal: no ANSI escapes, even under CI; FORCE_COLOR or --color turn colour on, FORCE_COLOR=0 off', () => {
+    const args = [['doctor', '--home', home], ['pending', 'list', '--home', home], ['doctor', '--home', '/nonexistent/x']];
+    for (const a of args) {
+      const r = cli(a, { env: { CI: 'true', NO_COLOR: undefined, FORCE_COLOR: undefined } });
+      expect(r.stdout + r.stderr, `CI ${a.join(' ')}`).not.toMatch(ANSI);
+      const forced = cli(a, { env: { FORCE_COLOR: '1', NO_COLOR: undefined } });
+      expect(forced.stdout + forced.stderr, `FORCE_COLOR=1 ${a.join(' ')}`).toMatch(ANSI);
+      const off = cli(a, { env: { FORCE_COLOR: '0', NO_COLOR: undefined } });
+      expect(off.stdout + off.stderr, `FORCE_COLOR=0 ${a.join(' ')}`).not.toMatch(ANSI);
+      const flag = cli(['--color', ...a], { env: { NO_COLOR: '1', FORCE_COLOR: undefined } });
+      expect(flag.stdout + flag.stderr, `--color ${a.join(' ')}`).toMatch(ANSI);
     }
   });
 
-  itNeeds(['script'], 'on a terminal: colour by default, none with NO_COLOR', () => {
-    const run = (noColor: boolean) =>
-      spawnSync('script', ['-qec', `${process.execPath} ${BIN} matrix --only state-db`, '/dev/null'], {
+  itNeeds(['script'], 'on a terminal: colour by default, none with NO_COLOR, TERM=dumb or --no-color', () => {
+    const run = (env: Record<string, string | undefined>, flags: readonly string[] = []) =>
+      spawnSync('script', ['-qec', `${process.execPath} ${BIN} ${flags.join(' ')} matrix --only state-db`, '/dev/null'], {
         encoding: 'utf8',
-        env: { ...process.env, ...(noColor ? { NO_COLOR: '1' } : { NO_COLOR: undefined }), FORCE_COLOR: undefined },
+        env: { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, TERM: 'xterm-256color', ...env },
       });
-    const colored = run(false);
+    const colored = run({});
     expect(colored.status).toBe(0);
     expect(colored.stdout).toMatch(ANSI);
-    const plain = run(true);
-    expect(plain.status).toBe(0);
-    expect(plain.stdout).not.toMatch(ANSI);
-    expect(plain.stdout).toContain('✓ all 15 cells match docs/permissions.md');
+    for (const [env, flags] of [[{ NO_COLOR: '1' }, []], [{ TERM: 'dumb' }, []], [{}, ['--no-color']]] as const) {
+      const plain = run(env, flags);
+      expect(plain.status).toBe(0);
+      expect(plain.stdout, JSON.stringify([env, flags])).not.toMatch(ANSI);
+      expect(plain.stdout).toContain('✓ all 15 cells match docs/permissions.md');
+    }
   });
 });

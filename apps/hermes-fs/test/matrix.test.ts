@@ -5,6 +5,7 @@ import { Ajv } from 'ajv';
 import { createTestUsers, isRoot, itNeeds } from '@hermes/test-utils';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { MatrixReport } from '../src/index.js';
+import { displayWidth } from '../src/lib/term.js';
 import { ANSI, cli } from './helpers.js';
 
 /**
@@ -36,6 +37,29 @@ const ROW_LABELS = {
 const SCENARIO_IDS = ['S1', 'S2', 'S3', 'S4', 'S5'] as const;
 const CELL_IDS = Object.keys(ROW_LABELS) as (keyof typeof ROW_LABELS)[];
 
+/**
+ * The body rows of the first table in `text`, label → scenario cells. A label too long for its column wraps
+ * onto continuation lines (whose scenario cells are empty); they are joined back with a space.
+ */
+function tableRows(text: string): Map<string, string[]> {
+  const rows = new Map<string, string[]>();
+  let label: string | null = null;
+  let cells: string[] = [];
+  for (const line of text.split('\n').slice(3)) {
+    if (!line.startsWith('│')) break;
+    const parts = line.split('│').slice(1, -1).map((x) => x.trim());
+    if ((parts[1] ?? '') !== '') {
+      if (label !== null) rows.set(label, cells);
+      label = parts[0] ?? '';
+      cells = parts.slice(1);
+    } else if (label !== null) {
+      label = `${label} ${parts[0] ?? ''}`;
+    }
+  }
+  if (label !== null) rows.set(label, cells);
+  return rows;
+}
+
 function leftovers(): string[] {
   return fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('hermes-fs-matrix-') || n.startsWith('hermes-fs-xuid-'));
 }
@@ -58,10 +82,11 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     report = JSON.parse(jsonRun.stdout) as MatrixReport;
   });
 
-  it('exits 0 with an ok report and no error on stderr (its speed is benchmark B6, pnpm bench)', () => {
+  it('exits 0 with an ok report, no error on stderr, no account left (its speed is benchmark B6, pnpm bench)', () => {
     expect(jsonRun.stderr).not.toMatch(/error/i);
     expect(jsonRun.status).toBe(0);
     expect(report.ok).toBe(true);
+    expect(report.crossUid.leftover).toEqual([]);
   });
 
   it('validates against schema/matrix.schema.json', () => {
@@ -123,6 +148,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
         users: [],
         group: null,
         rows: [],
+        leftover: [],
       });
     } finally {
       users?.cleanup();
@@ -134,16 +160,14 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     expect(throwawayAccounts().filter((n) => !before.accounts.includes(n))).toEqual([]);
   });
 
-  it('prints a table with every cell marked ✓ (text mode, NO_COLOR)', () => {
+  it('prints a table with every cell marked ✓, within 80 columns (text mode, NO_COLOR)', () => {
     const run = cli(['matrix'], { env: { NO_COLOR: '1' } });
     expect(run.status).toBe(0);
     expect(run.stdout).not.toMatch(ANSI);
-    const lines = run.stdout.split('\n');
+    expect(Math.max(...run.stdout.split('\n').map((l) => displayWidth(l)))).toBeLessThanOrEqual(80);
+    const rows = tableRows(run.stdout);
     for (const id of CELL_IDS) {
-      const row = lines.find((l) => l.includes(`│ ${ROW_LABELS[id]} `));
-      expect(row, ROW_LABELS[id]).toBeDefined();
-      const cells = (row ?? '').split('│').map((x) => x.trim()).filter((x) => x !== '').slice(1);
-      expect(cells).toEqual(SCENARIO_IDS.map((s) => `✓ ${DESIGN_TABLE[s][id]}`));
+      expect(rows.get(ROW_LABELS[id]), ROW_LABELS[id]).toEqual(SCENARIO_IDS.map((s) => `✓ ${DESIGN_TABLE[s][id]}`));
     }
     expect(run.stdout).toContain('✓ all 50 cells match docs/permissions.md');
     expect(run.stdout).toContain('<home>/trajectories/');
@@ -163,6 +187,15 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
       'S5 state.db 0600', 'S5 state.db-wal 0600', 'S5 state.db-shm 0600',
     ]);
     expect(r.crossUid).toMatchObject({ ran: false, skipped: 'pending-messages not selected' });
+  });
+
+  it('--no-cross-uid skips the cross-uid rows and creates no user', () => {
+    const accounts = throwawayAccounts();
+    const run = cli(['matrix', '--only', 'pending-messages', '--no-cross-uid', '--json']);
+    expect(run.status).toBe(0);
+    const r = JSON.parse(run.stdout) as MatrixReport;
+    expect(r.crossUid).toMatchObject({ ran: false, skipped: 'disabled with --no-cross-uid', users: [], rows: [], leftover: [] });
+    expect(throwawayAccounts().filter((n) => !accounts.includes(n))).toEqual([]);
   });
 
   it('rejects an unknown --only kind with exit 2', () => {

@@ -55,11 +55,21 @@ export {
   type SpoolPayload,
 } from './payload.js';
 export {
+  SPOOL_PREVIEW_LENGTH,
+  compareSpoolEntries,
   listSpool,
+  readSpoolFile,
+  scanSpool,
+  spoolEntryTime,
   type ListSpoolOptions,
+  type ScanSpoolOptions,
   type SpoolEntry,
+  type SpoolEntryContent,
   type SpoolEntryKind,
   type SpoolEntryProblem,
+  type SpoolEntryWithContent,
+  type SpoolFile,
+  type SpoolFileType,
 } from './list.js';
 export { spoolFileId } from './names.js';
 export {

@@ -124,6 +124,124 @@ function redactVendorKeys(text: string): string {
   return replaceMatches(text, VENDOR_RE, (match) => maskToken(match[0]));
 }
 
+/*
+ * Keys glued to a word by `-` or `_`: a proxy or a wrapper puts its own name in front of the key
+ * (`"model": "proxy-sk-proj-…"`, `x_ghp_…`). The vendor pass cannot start a key there (a key start
+ * inside a run would make its patterns quadratic on runs such as `sk-sk-sk-…`), so this pass takes
+ * each run of key characters once, from its start, and looks inside it in linear time: at every `-`/`_`
+ * a vendor prefix may begin, and the rest of the run is a key when it is made of that family's body
+ * characters only and looks generated (see GLUED_MIN_BODY). Only the key is masked; the word in front
+ * stays. A run right after a dot is skipped (the tail of a mask), as the vendor pass skips it.
+ */
+
+/** A glued key's body is at least this long and holds a digit and a capital: `sk-2024-01-01T00` or
+ * `load_hf_dataset2024` are words, `proxy-sk-proj-Zx81kQ2mN7pR4tV9wB3c` is a key. */
+const GLUED_MIN_BODY = 16;
+
+/** The shortest run that can hold a glued key: one character, the glue, a 2-character prefix, the body. */
+const GLUED_RUN_RE = new RegExp(`(?<![A-Za-z0-9_.-])[A-Za-z0-9_-]{${1 + 1 + 2 + GLUED_MIN_BODY},}`, 'g');
+
+/** The body character classes of the families (as written in VENDOR_KEYS), as ASCII lookup tables. */
+const BODY_CLASSES: readonly string[] = [ALNUM, URLSAFE, '[A-Za-z0-9_]', '[A-Za-z0-9-]', '[A-Z0-9]'];
+const CLASS_TABLES: readonly Uint8Array[] = BODY_CLASSES.map((cls) => {
+  const re = new RegExp(cls);
+  const table = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) table[c] = re.test(String.fromCharCode(c)) ? 1 : 0;
+  return table;
+});
+
+interface GluedFamily {
+  /** Index into BODY_CLASSES. */
+  readonly cls: number;
+  readonly min: number;
+  /** The body has exactly `min` characters (`{16}`), not at least. */
+  readonly exact: boolean;
+}
+
+/**
+ * The families a glued key may belong to: those whose prefix and body are plain runs of key characters
+ * (the dotted `ya29.`, `SG.`, `hvs.` families cannot sit inside such a run). Parallel to the capture
+ * groups of GLUED_PREFIX_RE.
+ */
+const GLUED_FAMILIES: readonly (VendorKey & GluedFamily)[] = VENDOR_KEYS.flatMap((key) => {
+  const m = /^(\[[^\]]+\])\{(\d+)(,?)\}$/.exec(key.body);
+  const cls = m === null ? -1 : BODY_CLASSES.indexOf(m[1] ?? '');
+  if (m === null || cls < 0 || key.prefix.includes('.')) return [];
+  return [{ ...key, cls, min: Number(m[2]), exact: m[3] === '' }];
+});
+
+/** Every glued family's prefix, one capture group each, matched at one position (sticky). */
+const GLUED_PREFIX_RE = new RegExp(GLUED_FAMILIES.map(({ prefix }) => `(${prefix})`).join('|'), 'y');
+
+/**
+ * Whether a family's prefix (a regex source: literals, classes, and non-nested `(?:a|b)` groups, as in
+ * VENDOR_KEYS) can begin with `ch`.
+ */
+function prefixStarts(prefix: string, ch: string): boolean {
+  if (prefix.startsWith('(?:')) {
+    const close = prefix.indexOf(')');
+    return prefix.slice(3, close).split('|').some((alt) => prefixStarts(alt, ch));
+  }
+  const head = /^(\[[^\]]+\]|\\.|.)/.exec(prefix)?.[1];
+  return head !== undefined && new RegExp(`^${head}`).test(ch);
+}
+
+/** Characters a glued family's prefix can start with (an ASCII table): most glue positions are skipped at once. */
+const PREFIX_FIRST: Uint8Array = Uint8Array.from({ length: 128 }, (_, c) =>
+  GLUED_FAMILIES.some(({ prefix }) => prefixStarts(prefix, String.fromCharCode(c))) ? 1 : 0,
+);
+
+/** The last position in `run` holding a character outside body class `cls`, or -1. */
+function lastOutsideOf(run: string, cls: number): number {
+  const table = CLASS_TABLES[cls];
+  for (let i = run.length - 1; i >= 0; i--) {
+    const c = run.charCodeAt(i);
+    if (c >= 128 || table?.[c] !== 1) return i;
+  }
+  return -1;
+}
+
+/** Masks the first glued key in one run of key characters, or returns the run unchanged. Linear in its length. */
+function maskGluedKey(run: string): string {
+  const n = run.length;
+  // A key's body holds a digit and a capital, so it starts before the last of each.
+  let lastDigit = -1;
+  let lastUpper = -1;
+  for (let i = 0; i < n; i++) {
+    const c = run.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) lastDigit = i;
+    else if (c >= 0x41 && c <= 0x5a) lastUpper = i;
+  }
+  const bodyBefore = Math.min(lastDigit, lastUpper);
+  if (bodyBefore < 0) return run;
+  // The rest of the run from `b` is all of a class exactly when the last character outside it is before `b`.
+  const lastOutside = new Map<number, number>();
+  for (let i = 1; i < bodyBefore; i++) {
+    const glue = run.charCodeAt(i - 1);
+    if ((glue !== 0x2d && glue !== 0x5f) || PREFIX_FIRST[run.charCodeAt(i)] !== 1) continue;
+    GLUED_PREFIX_RE.lastIndex = i;
+    const m = GLUED_PREFIX_RE.exec(run);
+    if (m === null) continue;
+    // The one capture group that took part (an unmatched group is undefined, whatever the DOM typing says).
+    const family = GLUED_FAMILIES[m.findIndex((g: string | undefined, j) => j > 0 && g !== undefined) - 1];
+    if (family === undefined) continue;
+    const body = i + m[0].length;
+    const length = n - body;
+    if (body > bodyBefore || length < GLUED_MIN_BODY || (family.exact ? length !== family.min : length < family.min)) continue;
+    let outside = lastOutside.get(family.cls);
+    if (outside === undefined) {
+      outside = lastOutsideOf(run, family.cls);
+      lastOutside.set(family.cls, outside);
+    }
+    if (outside < body) return `${run.slice(0, i)}${maskToken(run.slice(i))}`;
+  }
+  return run;
+}
+
+function redactGluedKeys(text: string): string {
+  return replaceMatches(text, GLUED_RUN_RE, (match) => maskGluedKey(match[0]));
+}
+
 /** JWTs: `eyJ` header, a payload, and an optional signature, each base64url. */
 const JWT_RE = new RegExp(
   `${keyPrefix('eyJ')}${URLSAFE}{10,}\\.${URLSAFE}{4,}(?:\\.${URLSAFE}{4,})?${KEY_END}`,
@@ -332,8 +450,8 @@ export function redactSecrets(text: string): string {
 }
 
 /**
- * The self-delimiting passes, in pipeline order: key blocks, vendor keys, JWTs, bot tokens, then URL
- * userinfo. `redactSecrets` follows them with the assignment pass and then the header pass;
+ * The self-delimiting passes, in pipeline order: key blocks, vendor keys, vendor keys glued to a word,
+ * JWTs, bot tokens, then URL userinfo. `redactSecrets` follows them with the assignment pass and then the header pass;
  * `redactPrivacy` slots its contact-data passes in before those two.
  *
  * Why the pipeline is idempotent: every pass replaces a whole value whose edges are not characters
@@ -347,6 +465,7 @@ export function redactSecrets(text: string): string {
 export function redactSecretTokens(text: string): string {
   let out = redactPrivateKeys(text);
   out = redactVendorKeys(out);
+  out = redactGluedKeys(out);
   out = redactJwts(out);
   out = redactTelegramTokens(out);
   return redactUrlCredentials(out);

@@ -275,6 +275,18 @@ export const SECRET_CASES: readonly Case[] = [
     expected: "SECRET_KEY = 'django...@abc'",
   },
 
+  // Keys glued to a word by `-` or `_`: a proxy or wrapper prefixes the key with its own name.
+  {
+    name: 'OpenAI key behind a proxy prefix, in a model field',
+    input: `{"model": "proxy-${k('sk-proj-', BODY36)}", "messages": []}`,
+    expected: '{"model": "proxy-sk-pro...Q7r8", "messages": []}',
+  },
+  { name: 'GitHub token glued with an underscore', input: `token x_${k('ghp_', BODY36)} used`, expected: 'token x_ghp_A1...Q7r8 used' },
+  { name: 'Anthropic key glued with a hyphen', input: `litellm/anthropic-${k('sk-ant-api03-', BODY36)}`, expected: 'litellm/anthropic-sk-ant...Q7r8' },
+  { name: 'AWS access key id glued with an underscore', input: `AWS_KEY_ID=prod_${k('AKIA', 'IOSFODNN7EXAMPLE')}`, expected: 'AWS_KEY_ID=prod_AKIAIO...MPLE' },
+  { name: 'Hugging Face token glued with a hyphen', input: `HF: my-${k('hf_', 'aBcDeFgHiJkLmNoPqRsTuV12')}`, expected: 'HF: my-hf_aBc...uV12' },
+  { name: 'Slack token glued with an underscore in a URL path', input: `/hooks/team_${k('xoxb-', '1234567890-1234567890123-AbCdEfGhIjKlMnOp')}`, expected: '/hooks/team_xoxb-1...MnOp' },
+
   // Several shapes on one line.
   {
     name: 'log line with several secrets',
@@ -369,6 +381,14 @@ export const NEGATIVE_CASES: readonly string[] = [
   'The sk- prefix identifies OpenAI keys; never log them.',
   'ghp_ is the prefix for GitHub classic tokens, xoxb- for Slack bots, AKIA for IAM users.',
   'pip install scikit-learn  # sk-learn-compatible-estimators',
+  // Look-alikes of keys glued to a word by - or _: identifiers and dates, not generated secrets.
+  'model: proxy-sk-learn-compatible-estimators',
+  'ds = load_hf_dataset2024("squad")',
+  'see x_ghp_readme_for_contributors and my-ghp_notes',
+  'tag release-sk-2024-01-01T00:00:00Z was cut',
+  'run feature_npm_install12345678 in CI',
+  'the disk-sk-volume-01 and task_hf_Transformer2 jobs',
+  'cache key build-xoxb-client-v2 expired',
   'JWT headers start with eyJ because {" encodes to it.',
   'payload eyJuYW1lIjoiaGVybWVzIn0= is base64 JSON',
   'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',

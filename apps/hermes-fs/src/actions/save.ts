@@ -1,42 +1,81 @@
 /** The `hermes-fs save` action (loaded on demand). */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { formatSaveFailure, formatSaveSuccess, saveConversation } from '@hermes/cli';
+import { formatSaveSuccess, saveConversation } from '@hermes/cli';
 import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
-import { setExit } from '../commands/common.js';
+import { formatOf, type RunContext } from '../commands/common.js';
 import type { SaveCommandOptions } from '../commands/save.js';
-import { resolveHome } from '../lib/home.js';
-import { EXIT, printJson, println } from '../lib/output.js';
+import { EXIT, type ExitCode, printJson, println, stderrLine } from '../lib/output.js';
+import { saveFailed } from '../lib/save-failure.js';
+import { termSafe } from '../lib/term.js';
 
+/** Why a save cannot start, with the errno and the path (a SaveError-like shape for the failure line). */
 class SaveFailure extends Error {
   override readonly name = 'SaveFailure';
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly path: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+  }
 }
 
-function hintOf(err: unknown): string | undefined {
-  const hint = (err as { hint?: unknown } | null)?.hint;
-  return typeof hint === 'string' && hint !== '' ? hint : undefined;
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
 }
 
-export async function saveAction(opts: SaveCommandOptions): Promise<void> {
-  const home = resolveHome(opts.home);
+const euid = (): number => (typeof process.geteuid === 'function' ? process.geteuid() : -1);
+
+/** The database must exist and be readable by this uid: the real errno, never "missing" for "forbidden". */
+function checkDb(file: string): void {
+  let fd: number;
   try {
-    const dbFile = path.join(home, STATE_DB_FILE);
-    if (!fs.existsSync(dbFile)) throw new SaveFailure(`no session database at ${dbFile}`);
-    const db = openSessionDb({ home, readonly: true });
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    const code = codeOf(err);
+    if (code === 'ENOENT') throw new SaveFailure(`no session database at ${file} (ENOENT)`, code, file, 'check --home: the gateway\'s home holds state.db');
+    if (code === 'EACCES' || code === 'EPERM') {
+      let owner = '';
+      try {
+        owner = `, owned by uid ${fs.lstatSync(file).uid}`;
+      } catch {
+        // the directory itself is not searchable
+      }
+      throw new SaveFailure(`cannot read ${file}: permission denied for uid ${euid()} (${code}${owner})`, code, file, "run as the home's owner (or a member of its group on a managed home)");
+    }
+    if (code === 'ELOOP') throw new SaveFailure(`${file} is a symbolic link; state.db is never read through one (ELOOP)`, code, file);
+    throw new SaveFailure(`cannot open ${file} (${code})`, code, file);
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new SaveFailure(`${file} is not a regular file`, 'ENOTREGULAR', file);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export async function saveAction(ctx: RunContext, opts: SaveCommandOptions): Promise<ExitCode> {
+  const format = formatOf(opts.output, opts.format, 'json');
+  const dbFile = path.join(ctx.home, STATE_DB_FILE);
+  try {
+    checkDb(dbFile);
+    const db = openSessionDb({ home: ctx.home, readonly: true });
     let exported;
     try {
       exported = db.exportSession(opts.session);
     } finally {
       db.close();
     }
-    if (exported === undefined) throw new SaveFailure(`session ${opts.session} not found in ${dbFile}`);
+    if (exported === undefined) throw new SaveFailure(`session ${opts.session} not found in ${dbFile}`, 'ENOSESSION', dbFile);
     const result = await saveConversation(exported, {
-      home,
-      ...(opts.format === undefined ? {} : { format: opts.format }),
+      home: ctx.home,
+      format,
       ...(opts.output === undefined ? {} : { filename: opts.output }),
       redact: opts.redact,
     });
-    if (opts.json) {
+    if (ctx.json) {
       printJson({
         schemaVersion: 1,
         command: 'save',
@@ -51,17 +90,11 @@ export async function saveAction(opts: SaveCommandOptions): Promise<void> {
         warnings: result.warnings,
       });
     } else {
-      println(formatSaveSuccess(result));
-      for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
+      println(termSafe(formatSaveSuccess(result)));
+      for (const w of result.warnings) stderrLine(`warning: ${termSafe(w)}`);
     }
-    setExit(EXIT.ok);
+    return EXIT.ok;
   } catch (err) {
-    const line = formatSaveFailure(err);
-    if (opts.json) printJson({ schemaVersion: 1, command: 'save', ok: false, session: opts.session, error: line });
-    process.stderr.write(`${line}\n`);
-    const hint = hintOf(err);
-    if (hint !== undefined) process.stderr.write(`hint: ${hint}\n`);
-    if (opts.debug && err instanceof Error && err.stack !== undefined) process.stderr.write(`${err.stack}\n`);
-    setExit(EXIT.findings);
+    return saveFailed('save', err, { json: ctx.json, debug: ctx.debug });
   }
 }

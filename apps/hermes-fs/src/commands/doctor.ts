@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
-import { resolveHome } from '../lib/home.js';
-import { CliError, colorsFor, printJson, println } from '../lib/output.js';
-import { commonOptions, type CommonOptions, examples, setExit } from './common.js';
+import { colorsFor, printJson, println } from '../lib/output.js';
+import { examples, runAction, usageError } from './common.js';
 
-interface DoctorOptions extends CommonOptions {
+interface DoctorOptions {
   fix: boolean;
   dryRun: boolean;
   managed?: boolean;
@@ -34,7 +33,6 @@ export function registerDoctor(program: Command): void {
     .option('--tmpfiles <file>', 'the installed tmpfiles.d configuration (hermes-fs provision tmpfiles): managed evidence after the marker')
     .option('--allow-link <prefix>', 'links into this prefix are legitimate (repeatable; default /nix/store)', collect, [])
     .option('--fail-on <level>', 'what makes the exit code 1: error, or warning (errors and warnings)', 'warning');
-  commonOptions(cmd);
   examples(cmd, [
     ['hermes-fs doctor', 'audit $HERMES_HOME (or ~/.hermes)'],
     ['hermes-fs doctor --home /var/lib/hermes/.hermes --dry-run', 'what --fix would change'],
@@ -42,22 +40,24 @@ export function registerDoctor(program: Command): void {
     ['hermes-fs doctor --fail-on error', 'exit 1 only for errors'],
     ['sudo hermes-fs doctor --home /var/lib/hermes --tmpfiles /etc/tmpfiles.d/hermes.conf', 'the installed configuration says managed or not'],
   ]);
-  cmd.action(async (opts: DoctorOptions) => {
-    const { runDoctor, doctorExitCode } = await import('../doctor/audit.js');
-    const { renderDoctor } = await import('../doctor/render.js');
-    if (opts.managed === true && opts.unmanaged === true) throw new CliError('--managed and --unmanaged contradict each other', { hint: 'pass one of them' });
-    if (opts.failOn !== 'error' && opts.failOn !== 'warning') throw new CliError(`--fail-on must be error or warning, not ${JSON.stringify(opts.failOn)}`);
-    const report = await runDoctor({
-      home: resolveHome(opts.home),
-      fix: opts.fix,
-      dryRun: opts.dryRun,
-      managed: opts.managed === true ? true : opts.unmanaged === true ? false : undefined,
-      allowLinks: opts.allowLink.length > 0 ? opts.allowLink : undefined,
-      failOn: opts.failOn,
-      tmpfiles: opts.tmpfiles,
-    });
-    if (opts.json) printJson(report);
-    else println(renderDoctor(report, colorsFor(process.stdout)));
-    setExit(doctorExitCode(report, opts.failOn));
-  });
+  cmd.action((opts: DoctorOptions) =>
+    runAction(cmd, { command: 'doctor', home: true }, async (ctx) => {
+      if (opts.managed === true && opts.unmanaged === true) throw usageError('--managed and --unmanaged contradict each other', 'pass one of them');
+      if (opts.failOn !== 'error' && opts.failOn !== 'warning') throw usageError(`--fail-on must be error or warning, not ${JSON.stringify(opts.failOn)}`);
+      const { runDoctor, doctorExitCode } = await import('../doctor/audit.js');
+      const { renderDoctor } = await import('../doctor/render.js');
+      const report = await runDoctor({
+        home: ctx.home,
+        fix: opts.fix,
+        dryRun: opts.dryRun,
+        managed: opts.managed === true ? true : opts.unmanaged === true ? false : undefined,
+        allowLinks: opts.allowLink.length > 0 ? opts.allowLink : undefined,
+        failOn: opts.failOn,
+        tmpfiles: opts.tmpfiles,
+      });
+      if (ctx.json) printJson(report);
+      else println(renderDoctor(report, colorsFor(process.stdout)));
+      return doctorExitCode(report, opts.failOn);
+    }),
+  );
 }

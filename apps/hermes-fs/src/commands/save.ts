@@ -1,8 +1,8 @@
 import type { SaveFormat } from '@hermes/cli';
 import { type Command, Option } from 'commander';
-import { commonOptions, type CommonOptions, examples, FORMAT_CHOICES } from './common.js';
+import { examples, FORMAT_CHOICES, runAction } from './common.js';
 
-export interface SaveCommandOptions extends CommonOptions {
+export interface SaveCommandOptions {
   session: string;
   format?: SaveFormat;
   redact: boolean;
@@ -16,20 +16,23 @@ export function registerSave(program: Command): void {
     .description(
       'Reads one session from <home>/state.db (@hermes/session-db exportSession, read-only) and writes it to ' +
         '<home>/sessions/saved/ through @hermes/cli saveConversation: atomic, 0600, never clobbering another snapshot ' +
-        'unless --output names it. Failures print "(x_x) Failed to save: <reason>" and exit 1.',
+        'unless --output names it. The --output extension (.md, .json, .html) decides the format, or must agree with ' +
+        '--format. Failures print "(x_x) Failed to save: <reason>" (with the errno: a missing state.db and one this ' +
+        'uid may not read are told apart) and exit 1.',
     )
     .requiredOption('--session <id>', 'the session id (see `hermes-fs pending list` or your session list)')
     .addOption(new Option('--format <format>', 'snapshot format (default json, or the --output extension)').choices(FORMAT_CHOICES))
     .option('--redact', 'mask secrets in every string of the snapshot (@hermes/redact)', false)
     .option('--output <name>', 'file name inside <home>/sessions/saved/ (replaces an existing file of that name)');
-  commonOptions(cmd);
   examples(cmd, [
     ['hermes-fs save --session 20250101_120000_ab12cd', 'JSON snapshot, default name'],
     ['hermes-fs save --session 20250101_120000_ab12cd --format md --redact', 'readable Markdown, secrets masked'],
     ['hermes-fs save --session 20250101_120000_ab12cd --output incident.html', 'self-contained HTML, chosen name'],
   ]);
-  cmd.action(async (opts: SaveCommandOptions) => {
-    const { saveAction } = await import('../actions/save.js');
-    await saveAction(opts);
-  });
+  cmd.action((opts: SaveCommandOptions) =>
+    runAction(cmd, { command: 'save', home: true }, async (ctx) => {
+      const { saveAction } = await import('../actions/save.js');
+      return saveAction(ctx, opts);
+    }),
+  );
 }

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { type Colors, formatAge, formatBytes, plural } from '../lib/output.js';
+import { termSafe } from '../lib/term.js';
 import type { DoctorReport, Finding, Severity } from './types.js';
 
 /** Findings of one type shown in text output before "… and N more" (all of them are in --json). */
@@ -7,13 +8,14 @@ const PER_TYPE_LIMIT = 25;
 
 const ORDER: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
 
+/** A path relative to the home, terminal-safe (file names are anyone's choice inside a shared home). */
 function rel(report: DoctorReport, p: string): string {
   for (const base of [report.realHome, report.home]) {
     const r = path.relative(base, p);
     if (r === '') return '.';
-    if (!r.startsWith('..') && !path.isAbsolute(r)) return r;
+    if (!r.startsWith('..') && !path.isAbsolute(r)) return termSafe(r);
   }
-  return p;
+  return termSafe(p);
 }
 
 function label(sev: Severity, c: Colors): string {
@@ -29,7 +31,7 @@ export function renderDoctor(report: DoctorReport, c: Colors): string {
   const homeMode = report.managed.managed
     ? 'HERMES_HOME_MODE ignored (the package manager owns directory modes)'
     : `HERMES_HOME_MODE ${report.homeMode.source === 'env' ? report.homeMode.mode : `unset (${report.homeMode.mode})`}`;
-  out.push(`${c.bold('hermes-fs doctor')} ${report.home}${report.realHome === report.home ? '' : ` -> ${report.realHome}`}`);
+  out.push(`${c.bold('hermes-fs doctor')} ${termSafe(report.home)}${report.realHome === report.home ? '' : ` -> ${termSafe(report.realHome)}`}`);
   out.push(`${managed} · ${homeMode} · audited as uid ${report.uid}`);
   const s = report.scanned;
   out.push(`scanned ${plural(s.directories, 'directory', 'directories')}, ${plural(s.files, 'file')}, ${plural(s.symlinks, 'symlink')} in ${s.ms} ms`);
@@ -56,7 +58,7 @@ export function renderDoctor(report: DoctorReport, c: Colors): string {
     for (const ch of report.fix.changes) {
       const modes = ch.before !== null || ch.after !== null ? ` ${ch.before ?? '-'} -> ${ch.after ?? '-'}` : '';
       const mark = ch.action === 'failed' || ch.action === 'left' ? c.red('✗') : c.green('✓');
-      out.push(`  ${mark} ${ch.action.padEnd(12)} ${rel(report, ch.path)}${modes}  (${ch.detail})`);
+      out.push(`  ${mark} ${ch.action.padEnd(12)} ${rel(report, ch.path)}${modes}  (${termSafe(ch.detail)})`);
     }
   }
 
@@ -90,5 +92,5 @@ export function renderDoctor(report: DoctorReport, c: Colors): string {
 
 function renderFinding(report: DoctorReport, f: Finding, c: Colors): string[] {
   const fix = f.fixable ? `fix: ${f.fix}` : `fix (manual): ${f.fix}`;
-  return [`${label(f.severity, c)} ${c.bold(f.type)}  ${rel(report, f.path)}`, `        ${f.problem}`, `        ${c.cyan(fix)}`];
+  return [`${label(f.severity, c)} ${c.bold(f.type)}  ${rel(report, f.path)}`, `        ${termSafe(f.problem)}`, `        ${c.cyan(termSafe(fix))}`];
 }

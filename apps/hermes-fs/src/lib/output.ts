@@ -1,37 +1,58 @@
 import { FsPolicyError } from '@hermes/fs-policy';
 import pc from 'picocolors';
+import { termSafe } from './term.js';
 
 /** Exit codes of every command (documented in the README and `--help`). */
 export const EXIT = {
   /** Success: the matrix matched, the home is clean, the command did what was asked. */
   ok: 0,
-  /** The command ran but found a problem: a matrix mismatch, doctor findings, a failed save. */
+  /** The command ran and found problems or failed part of its work: a mismatch, findings, a failed save, a `.bad` file. */
   findings: 1,
-  /** The command could not run: bad arguments, an unreadable home, an unexpected error. */
+  /** The command could not run: bad usage, a missing or unusable home, a missing `state.db`, an unexpected error. */
   error: 2,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** An error the CLI reports as one line plus a hint, with a chosen exit code. */
+/** An error the CLI reports as one line plus a hint (and, with `--json`, an error document), with an exit code. */
 export class CliError extends Error {
   override readonly name = 'CliError';
+  /** A stable identifier: an errno (`ENOENT`, `EACCES`, …) or one of ours (`EUSAGE`, `ENODB`, `ENOTFOUND`, …). */
+  readonly code: string;
+  /** The path the error is about, when there is one. */
+  readonly path: string | null;
   readonly hint: string | undefined;
   readonly exitCode: ExitCode;
 
-  constructor(message: string, options: { hint?: string; exitCode?: ExitCode; cause?: unknown } = {}) {
+  constructor(message: string, options: { code?: string; path?: string | null; hint?: string; exitCode?: ExitCode; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
+    this.code = options.code ?? 'EERROR';
+    this.path = options.path ?? null;
     this.hint = options.hint;
     this.exitCode = options.exitCode ?? EXIT.error;
   }
 }
 
-/** Colour only on a TTY and never when NO_COLOR is set to a non-empty value (https://no-color.org). */
-export function colorEnabled(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
+/** `--color` (true) / `--no-color` (false) / neither (undefined), set once per run by the program. */
+let colorFlag: boolean | undefined;
+
+export function setColorFlag(flag: boolean | undefined): void {
+  colorFlag = flag;
+}
+
+/**
+ * Whether to colour `stream`: `--color`/`--no-color` decide; else `FORCE_COLOR` (non-empty; `0`/`false` turn
+ * colour off); else `NO_COLOR` (non-empty) turns it off; else `TERM=dumb` turns it off; else only on a terminal.
+ * FORCE_COLOR before NO_COLOR is Node's own order.
+ */
+export function colorEnabled(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env, flag: boolean | undefined = colorFlag): boolean {
+  if (flag !== undefined) return flag;
+  const force = env.FORCE_COLOR;
+  if (force !== undefined && force !== '') return !(force === '0' || force.toLowerCase() === 'false');
   const noColor = env.NO_COLOR;
   if (noColor !== undefined && noColor !== '') return false;
-  // A pipe's isTTY is undefined (despite the type), which picocolors would read as "decide yourself" and
-  // then colour because CI or FORCE_COLOR is set.
+  if (env.TERM === 'dumb') return false;
+  // A pipe's isTTY is undefined (despite the type).
   const tty: unknown = stream.isTTY;
   return tty === true;
 }
@@ -42,55 +63,197 @@ export function colorsFor(stream: NodeJS.WriteStream): Colors {
   return pc.createColors(colorEnabled(stream));
 }
 
-/** Writes one JSON document (pretty, newline-terminated) to stdout. */
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/** How stdout failed: its reader went away (`epipe`), or a real write error (`other`); null while it works. */
+let stdoutFailure: 'epipe' | 'other' | null = null;
+let guardsInstalled = false;
+
+/**
+ * A closed stdout (`hermes-fs pending list | head -1`) ends the output quietly: later writes are dropped and
+ * the process exits 0 (see {@link stdoutClosed}); a closed stderr is ignored.
+ */
+export function installStreamGuards(): void {
+  if (guardsInstalled) return;
+  guardsInstalled = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (stdoutFailure !== null) return;
+    stdoutFailure = err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED' ? 'epipe' : 'other';
+    if (stdoutFailure === 'other') {
+      // Not a reader that went away (a full disk under `> file`, …): say so where it can still be seen.
+      try {
+        process.stderr.write(`hermes-fs: error: cannot write to stdout: ${err.message}\n`);
+      } catch {
+        // stderr is gone as well
+      }
+    }
+  });
+  process.stderr.on('error', () => {
+    // stderr closed: nothing left to tell
+  });
+}
+
+/** True once stdout's reader went away: stop producing output. */
+export function stdoutClosed(): boolean {
+  return stdoutFailure !== null || process.stdout.destroyed;
+}
+
+/**
+ * The exit code a run ends with once stdout failed: 0 when its reader went away (EPIPE: the operator's
+ * `| head` got what it wanted), 2 for a real write error; undefined while stdout works.
+ */
+export function stdoutExitCode(): ExitCode | undefined {
+  if (stdoutFailure === 'epipe') return EXIT.ok;
+  if (stdoutFailure === 'other') return EXIT.error;
+  return process.stdout.destroyed ? EXIT.ok : undefined;
+}
+
+export function write(text: string): void {
+  if (!stdoutClosed()) process.stdout.write(text);
 }
 
 export function println(line = ''): void {
-  process.stdout.write(`${line}\n`);
+  write(`${line}\n`);
 }
 
-/** The error as one line, and the hint to show under it. */
-export function describeError(err: unknown): { line: string; hint: string | undefined } {
-  if (err instanceof CliError) return { line: err.message, hint: err.hint };
+/** Writes one JSON document (pretty, newline-terminated) to stdout. */
+export function printJson(value: unknown): void {
+  write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/**
+ * Output collected into chunks of ~64 KiB before it is written, with backpressure: a long streamed document
+ * (a 100,000-entry listing) costs few writes, and when stdout is a pipe whose reader is slower than we are,
+ * `mustWait` turns true and `drain()` waits for it — memory stays bounded by the chunk size instead of
+ * queueing the whole document.
+ */
+export class ChunkedWriter {
+  #buf = '';
+  #blocked = false;
+
+  write(text: string): void {
+    this.#buf += text;
+    if (this.#buf.length >= 65_536) this.flush();
+  }
+
+  flush(): void {
+    if (this.#buf === '') return;
+    const chunk = this.#buf;
+    this.#buf = '';
+    if (stdoutClosed()) return;
+    if (!process.stdout.write(chunk)) this.#blocked = true;
+  }
+
+  /** True when stdout's buffer is full: await {@link drain} before producing more. */
+  get mustWait(): boolean {
+    return this.#blocked;
+  }
+
+  /** Resolves once stdout has taken what was written (or failed, or closed). */
+  async drain(): Promise<void> {
+    if (!this.#blocked) return;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        process.stdout.off('drain', done);
+        process.stdout.off('error', done);
+        process.stdout.off('close', done);
+        resolve();
+      };
+      process.stdout.on('drain', done);
+      process.stdout.on('error', done);
+      process.stdout.on('close', done);
+    });
+    this.#blocked = false;
+  }
+
+  /** Writes what is buffered and waits until stdout has taken it. */
+  async end(): Promise<void> {
+    this.flush();
+    await this.drain();
+  }
+
+  /** True once stdout's reader went away. */
+  get closed(): boolean {
+    return stdoutClosed();
+  }
+}
+
+/** Writes lines through a {@link ChunkedWriter}, waiting for a slow reader: for outputs of any length. */
+export async function writeLines(lines: Iterable<string>): Promise<void> {
+  const w = new ChunkedWriter();
+  for (const line of lines) {
+    w.write(`${line}\n`);
+    if (w.closed) return;
+    if (w.mustWait) await w.drain();
+  }
+  await w.end();
+}
+
+export function stderrLine(line: string): void {
+  try {
+    process.stderr.write(`${line}\n`);
+  } catch {
+    // stderr closed
+  }
+}
+
+/** The error as one line, its code and path, and the hint to show under it. */
+export function describeError(err: unknown): { line: string; code: string; path: string | null; hint: string | undefined } {
+  if (err instanceof CliError) return { line: err.message, code: err.code, path: err.path, hint: err.hint };
   if (err instanceof FsPolicyError) {
     // toLine() carries the path, the step, the uid/gid and the fix on one line.
-    return { line: err.toLine(), hint: undefined };
+    return { line: err.toLine(), code: err.code, path: err.path, hint: undefined };
   }
   if (err instanceof Error) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const e = err as NodeJS.ErrnoException;
     const first = err.message.split('\n')[0] ?? err.message;
     return {
-      line: code !== undefined && !first.includes(code) ? `${first} (${code})` : first,
+      line: e.code !== undefined && !first.includes(e.code) ? `${first} (${e.code})` : first,
+      code: e.code ?? 'EINTERNAL',
+      path: e.path ?? null,
       hint: 'run again with --debug for the stack trace',
     };
   }
-  return { line: String(err), hint: 'run again with --debug for details' };
+  return { line: String(err), code: 'EINTERNAL', path: null, hint: 'run again with --debug for details' };
 }
 
-/** Prints an error to stderr: one line and a hint; the stack only with --debug. */
-export function reportError(err: unknown, debug: boolean): ExitCode {
-  const c = colorsFor(process.stderr);
-  const { line, hint } = describeError(err);
-  process.stderr.write(`${c.red('hermes-fs: error:')} ${line}\n`);
-  if (hint !== undefined) process.stderr.write(`${c.dim('hint:')} ${hint}\n`);
-  if (debug && err instanceof Error && err.stack !== undefined) {
-    process.stderr.write(`${err.stack}\n`);
-    let cause: unknown = err.cause;
-    while (cause instanceof Error) {
-      process.stderr.write(`caused by: ${cause.stack ?? cause.message}\n`);
-      cause = cause.cause;
-    }
-  }
+/** The `--json` error document: what every command prints on stdout when it fails. */
+export interface ErrorDocument {
+  readonly schemaVersion: 1;
+  readonly command: string;
+  readonly ok: false;
+  readonly exitCode: ExitCode;
+  readonly error: { readonly code: string; readonly message: string; readonly path: string | null; readonly hint: string | null };
+}
+
+export function errorDocument(command: string, err: unknown, exitCode: ExitCode): ErrorDocument {
+  const d = describeError(err);
+  return { schemaVersion: 1, command, ok: false, exitCode, error: { code: d.code, message: d.line, path: d.path, hint: d.hint ?? null } };
+}
+
+export function exitCodeOf(err: unknown): ExitCode {
   return err instanceof CliError ? err.exitCode : EXIT.error;
 }
 
-/** A table style with no colours of its own: colour is applied by us, only when enabled. */
-export const PLAIN_TABLE_STYLE = { head: [] as string[], border: [] as string[] };
-
-/** Box characters without a separator line between body rows. */
-export const COMPACT_CHARS = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
+/**
+ * Reports a failure: one line and a hint on stderr (terminal-safe; the stack only with --debug) and, with
+ * --json, the error document on stdout. Returns the exit code.
+ */
+export function reportError(err: unknown, options: { debug: boolean; json: boolean; command: string }): ExitCode {
+  const code = exitCodeOf(err);
+  const c = colorsFor(process.stderr);
+  const { line, hint } = describeError(err);
+  stderrLine(`${c.red('hermes-fs: error:')} ${termSafe(line)}`);
+  if (hint !== undefined) stderrLine(`${c.dim('hint:')} ${termSafe(hint)}`);
+  if (options.debug && err instanceof Error && err.stack !== undefined) {
+    stderrLine(err.stack);
+    let cause: unknown = err.cause;
+    while (cause instanceof Error) {
+      stderrLine(`caused by: ${cause.stack ?? cause.message}`);
+      cause = cause.cause;
+    }
+  }
+  if (options.json) printJson(errorDocument(options.command, err, code));
+  return code;
+}
 
 /** Human-readable size. */
 export function formatBytes(n: number): string {
@@ -116,7 +279,12 @@ export function formatAge(ms: number): string {
   return `${Math.round(h / 24)}d`;
 }
 
-/** `1 file`, `2 files`. */
+/** A count with thousands separators: `100,000`. */
+export function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** `1 file`, `2 files`, `100,000 files`. */
 export function plural(n: number, word: string, many = `${word}s`): string {
-  return `${n} ${n === 1 ? word : many}`;
+  return `${count(n)} ${n === 1 ? word : many}`;
 }

@@ -19,8 +19,8 @@ import {
   octal,
   type ScenarioId,
 } from './scenarios.js';
-import { childJson, runChild } from './spawn.js';
-import { createThrowawayUsers, type ThrowawayUsers } from './users.js';
+import { childJson, runChild, stopChildren } from './spawn.js';
+import { createAccounts, type PlannedAccounts, planAccounts, removeAccounts, type ThrowawayUsers } from './users.js';
 
 export interface MatrixCell {
   readonly scenario: ScenarioId;
@@ -74,6 +74,8 @@ export interface MatrixReport {
     readonly users: readonly { readonly name: string; readonly uid: number }[];
     readonly group: string | null;
     readonly rows: readonly CrossUidRow[];
+    /** Throwaway accounts that could not be removed (`user NAME`, `group NAME`); the run then fails. */
+    readonly leftover: readonly string[];
   };
   readonly summary: { readonly cells: number; readonly passed: number; readonly failed: number; readonly crossUidFailed: number };
 }
@@ -82,6 +84,12 @@ export interface MatrixOptions {
   readonly only?: readonly MatrixArtifact[];
   /** Skip the cross-uid rows even as root. */
   readonly noCrossUid?: boolean;
+  /**
+   * Handle SIGINT/SIGTERM while the matrix runs (the CLI): stop the children, wait for them, remove the
+   * throwaway users and temp homes, name anything left, then exit 130/143. A second signal only hastens the
+   * children's end (SIGKILL); the cleanup still completes.
+   */
+  readonly handleSignals?: boolean;
 }
 
 function scenarioEnv(s: MatrixScenario): Record<string, string> {
@@ -93,34 +101,40 @@ function scenarioEnv(s: MatrixScenario): Record<string, string> {
 
 const isRoot = (): boolean => typeof process.geteuid === 'function' && process.geteuid() === 0;
 
-/** Everything the matrix must remove, whatever happens (exit, error, Ctrl-C). */
+/** Everything the matrix must remove, whatever happens (exit, error, Ctrl-C); runs once, however often it is asked. */
 class Cleanup {
   readonly paths: string[] = [];
-  users: ThrowawayUsers | null = null;
-  private done = false;
+  accounts: PlannedAccounts | null = null;
+  #running: Promise<string[]> | null = null;
 
-  run(): string[] {
-    if (this.done) return [];
-    this.done = true;
+  /** Removes the temp homes and the throwaway accounts; resolves to what could not be removed. */
+  run(): Promise<string[]> {
+    this.#running ??= this.#run();
+    return this.#running;
+  }
+
+  async #run(): Promise<string[]> {
+    // A user that still owns a running process cannot be removed: the children go first.
+    await stopChildren();
     const left: string[] = [];
+    if (this.accounts !== null) left.push(...(await removeAccounts(this.accounts)));
     for (const p of this.paths) {
       try {
         fs.rmSync(p, { recursive: true, force: true });
-      } catch {
-        left.push(p);
+      } catch (err) {
+        left.push(`${p} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
       }
     }
-    if (this.users !== null) left.push(...this.users.remove());
     return left;
   }
 }
 
-async function runScenarios(root: string, artifacts: readonly MatrixArtifact[]) {
+async function runScenarios(root: string, artifacts: readonly MatrixArtifact[], signal: AbortSignal) {
   return Promise.all(
     MATRIX_SCENARIOS.map(async (s) => {
       const dir = path.join(root, s.id);
       fs.mkdirSync(dir);
-      const run = await runChild({ type: 'matrix', scenario: s.id, artifacts, root: dir }, { umask: s.umask, env: scenarioEnv(s) });
+      const run = await runChild({ type: 'matrix', scenario: s.id, artifacts, root: dir }, { umask: s.umask, env: scenarioEnv(s), signal });
       let result: MatrixChildResult | null = null;
       let error: string | null = null;
       try {
@@ -143,13 +157,14 @@ interface CrossUidOutcome {
 }
 
 /** The cross-uid rows; a failure to set them up (no useradd, …) is a failed row, never a silent skip. */
-async function crossUidSafe(cleanup: Cleanup): Promise<CrossUidOutcome> {
+async function crossUidSafe(cleanup: Cleanup, signal: AbortSignal): Promise<CrossUidOutcome> {
+  let users: ThrowawayUsers | null = null;
   try {
-    return await crossUid(cleanup);
+    return await crossUid(cleanup, signal, (u) => (users = u));
   } catch (err) {
     const message = err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
     return {
-      users: cleanup.users,
+      users,
       rows: [
         {
           scenario: 'S3',
@@ -167,9 +182,12 @@ async function crossUidSafe(cleanup: Cleanup): Promise<CrossUidOutcome> {
   }
 }
 
-async function crossUid(cleanup: Cleanup): Promise<CrossUidOutcome> {
-  const users = createThrowawayUsers(2);
-  cleanup.users = users;
+async function crossUid(cleanup: Cleanup, signal: AbortSignal, created: (u: ThrowawayUsers) => void): Promise<CrossUidOutcome> {
+  const plan = planAccounts(2);
+  // Known to the cleanup before anything exists: an interruption at any moment removes whatever was made.
+  cleanup.accounts = plan;
+  const users = await createAccounts(plan);
+  created(users);
   const [a, b] = users.users;
   if (a === undefined || b === undefined) throw new Error('could not create two throwaway users');
   const rows: CrossUidRow[] = [];
@@ -181,7 +199,7 @@ async function crossUid(cleanup: Cleanup): Promise<CrossUidOutcome> {
     cleanup.paths.push(root);
     const home = path.join(root, 'home');
     const env = scenarioEnv(s);
-    const ownerRun = await runChild({ type: 'xuid-owner', scenario: id, root, home }, { umask: s.umask, env, uid: a.uid, gid: users.gid });
+    const ownerRun = await runChild({ type: 'xuid-owner', scenario: id, root, home }, { umask: s.umask, env, uid: a.uid, gid: users.gid, signal });
     const owner = asCrossUid(childJson(ownerRun));
     const description =
       id === 'S3'
@@ -201,7 +219,7 @@ async function crossUid(cleanup: Cleanup): Promise<CrossUidOutcome> {
       });
       continue;
     }
-    const writerRun = await runChild({ type: 'xuid-writer', scenario: id, home }, { umask: s.umask, env, uid: b.uid, gid: users.gid });
+    const writerRun = await runChild({ type: 'xuid-writer', scenario: id, home }, { umask: s.umask, env, uid: b.uid, gid: users.gid, signal });
     const writer = asCrossUid(childJson(writerRun));
     const wrote = writer.written[0];
     const failed = writer.failed[0];
@@ -247,16 +265,65 @@ async function crossUid(cleanup: Cleanup): Promise<CrossUidOutcome> {
   return { users, rows };
 }
 
+/** Never settles: once interrupted, the signal handler finishes the cleanup and exits 130/143. */
+function handedToSignalHandler(): Promise<never> {
+  return new Promise<never>(() => undefined);
+}
+
+function stderrLine(line: string): void {
+  try {
+    process.stderr.write(`${line}\n`);
+  } catch {
+    // stderr closed
+  }
+}
+
+function interruptedLine(signal: NodeJS.Signals, accounts: PlannedAccounts | null, left: readonly string[]): string {
+  const removed = accounts === null ? [] : [...accounts.users.map((u) => `user ${u}`), `group ${accounts.group}`].filter((a) => !left.includes(a));
+  const parts = [`hermes-fs matrix: interrupted by ${signal}: children stopped, temp homes removed`];
+  if (removed.length > 0) parts.push(`throwaway accounts removed: ${removed.join(', ')}`);
+  return parts.join('; ');
+}
+
+/**
+ * Runs the matrix. The temp homes and the throwaway accounts are removed when it ends, fails or (with
+ * `handleSignals`) is interrupted; accounts that could not be removed are named in `crossUid.leftover` (and
+ * make the report fail), or on stderr when interrupted.
+ */
 export async function runMatrix(options: MatrixOptions = {}): Promise<MatrixReport> {
   const started = performance.now();
   const artifacts = options.only !== undefined && options.only.length > 0 ? MATRIX_ARTIFACTS.filter((a) => options.only?.includes(a)) : MATRIX_ARTIFACTS;
   const cleanup = new Cleanup();
-  const onSignal = (signal: NodeJS.Signals) => {
-    cleanup.run();
-    process.exit(signal === 'SIGINT' ? 130 : 143);
+  const abort = new AbortController();
+  const state: { interrupted: NodeJS.Signals | null } = { interrupted: null };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (state.interrupted !== null) {
+      // A second Ctrl-C: hasten the children's end; the cleanup already running still completes.
+      stderrLine(`hermes-fs matrix: ${signal} again: killing the children; still removing the throwaway accounts`);
+      void stopChildren(0);
+      return;
+    }
+    state.interrupted = signal;
+    stderrLine(`hermes-fs matrix: ${signal}: stopping the children, then removing the throwaway accounts and temp homes…`);
+    abort.abort();
+    void cleanup.run().then(
+      (left) => {
+        stderrLine(interruptedLine(signal, cleanup.accounts, left));
+        if (left.length > 0) {
+          stderrLine(`hermes-fs matrix: could not remove ${left.join(', ')}; remove them by hand (userdel NAME, groupdel NAME, rm -r PATH)`);
+        }
+        process.exit(signal === 'SIGINT' ? 130 : 143);
+      },
+      (err: unknown) => {
+        stderrLine(`hermes-fs matrix: cleanup failed: ${err instanceof Error ? err.message : String(err)}`);
+        process.exit(signal === 'SIGINT' ? 130 : 143);
+      },
+    );
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  if (options.handleSignals === true) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  }
   try {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-fs-matrix-'));
     cleanup.paths.push(root);
@@ -271,10 +338,11 @@ export async function runMatrix(options: MatrixOptions = {}): Promise<MatrixRepo
           ? 'not Linux'
           : null;
     const [scenarioRuns, cross] = await Promise.all([
-      runScenarios(root, artifacts),
-      crossSkip === null ? crossUidSafe(cleanup) : Promise.resolve(null),
+      runScenarios(root, artifacts, abort.signal),
+      crossSkip === null ? crossUidSafe(cleanup, abort.signal) : Promise.resolve(null),
     ]);
-
+    if (state.interrupted !== null) await handedToSignalHandler();
+    const leftover = await cleanup.run();
     const cells: MatrixCell[] = [];
     const notes = new Map<MatrixArtifact, string>();
     for (const { scenario, result, error } of scenarioRuns) {
@@ -301,10 +369,11 @@ export async function runMatrix(options: MatrixOptions = {}): Promise<MatrixRepo
     const crossRows = cross?.rows ?? [];
     const failed = cells.filter((c) => !c.ok).length;
     const crossUidFailed = crossRows.filter((r) => !r.ok).length;
+    const leftAccounts = leftover.filter((l) => l.startsWith('user ') || l.startsWith('group '));
     const report: MatrixReport = {
       schemaVersion: 1,
       command: 'matrix',
-      ok: failed === 0 && crossUidFailed === 0,
+      ok: failed === 0 && crossUidFailed === 0 && leftAccounts.length === 0,
       durationMs: 0,
       platform: process.platform,
       node: process.version,
@@ -328,13 +397,17 @@ export async function runMatrix(options: MatrixOptions = {}): Promise<MatrixRepo
         users: cross?.users?.users.map((u) => ({ name: u.name, uid: u.uid })) ?? [],
         group: cross?.users?.group ?? null,
         rows: crossRows,
+        leftover: leftAccounts,
       },
       summary: { cells: cells.length, passed: cells.length - failed, failed, crossUidFailed },
     };
     return { ...report, durationMs: Math.round(performance.now() - started) };
   } finally {
-    cleanup.run();
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    if (state.interrupted !== null) await handedToSignalHandler();
+    await cleanup.run();
+    if (options.handleSignals === true) {
+      process.removeListener('SIGINT', onSignal);
+      process.removeListener('SIGTERM', onSignal);
+    }
   }
 }

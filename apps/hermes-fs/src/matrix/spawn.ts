@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ChildTask } from './protocol.js';
 
@@ -22,6 +22,36 @@ export interface SpawnOptions {
   readonly uid?: number;
   readonly gid?: number;
   readonly timeoutMs?: number;
+  /** Once aborted, no further child is started (the matrix was interrupted). */
+  readonly signal?: AbortSignal;
+}
+
+/** Every matrix child still running, so an interrupted matrix can stop them before it removes their users. */
+const live = new Set<ChildProcess>();
+
+/** Sends `signal` to every running matrix child; returns how many there were. */
+export function killChildren(signal: NodeJS.Signals): number {
+  for (const child of live) child.kill(signal);
+  return live.size;
+}
+
+/** Resolves true once every matrix child has exited, false after `timeoutMs` with some still running. */
+export async function waitForChildren(timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (live.size > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return live.size === 0;
+}
+
+/**
+ * Stops every matrix child: SIGTERM, then SIGKILL for any still running after `graceMs`, and waits for them to
+ * exit (a user that still owns a process cannot be removed). True when none is left.
+ */
+export async function stopChildren(graceMs = 1500): Promise<boolean> {
+  if (live.size === 0) return true;
+  killChildren('SIGTERM');
+  if (await waitForChildren(graceMs)) return true;
+  killChildren('SIGKILL');
+  return waitForChildren(5000);
 }
 
 /**
@@ -35,6 +65,10 @@ export function runChild(task: ChildTask, options: SpawnOptions): Promise<ChildR
   const mask = options.umask.toString(8).padStart(4, '0');
   const started = performance.now();
   return new Promise((resolve, reject) => {
+    if (options.signal?.aborted === true) {
+      reject(new Error('the matrix was interrupted: no further child is started'));
+      return;
+    }
     const child = spawn(
       '/bin/sh',
       ['-c', `umask ${mask} && exec "$0" "$@"`, process.execPath, CHILD_SCRIPT, JSON.stringify(task)],
@@ -45,6 +79,7 @@ export function runChild(task: ChildTask, options: SpawnOptions): Promise<ChildR
         ...(options.gid === undefined ? {} : { gid: options.gid }),
       },
     );
+    live.add(child);
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8');
@@ -53,10 +88,12 @@ export function runChild(task: ChildTask, options: SpawnOptions): Promise<ChildR
     child.stderr.on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     child.on('error', (err) => {
+      live.delete(child);
       clearTimeout(timer);
       reject(err);
     });
     child.on('close', (status, signal) => {
+      live.delete(child);
       clearTimeout(timer);
       resolve({ status, signal, stdout, stderr, ms: Math.round(performance.now() - started) });
     });

@@ -1,0 +1,192 @@
+/**
+ * `hermes-fs pending recover`: @hermes/gateway's recoverPending into @hermes/session-db's state.db. The app
+ * reads nothing itself: the library's own pass is the only reader, the progress comes from its callback.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadEnvironment, silentLogger } from '@hermes/fs-policy';
+import { recoverPending, type RecoveryReport, stderrGatewayLogger } from '@hermes/gateway';
+import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
+import { SingleBar } from 'cli-progress';
+import { PROGRESS_THRESHOLD, type RunContext } from '../commands/common.js';
+import { ChunkedWriter, CliError, colorsFor, EXIT, type ExitCode, plural, println } from '../lib/output.js';
+import { termSafe } from '../lib/term.js';
+import { spoolDirOf, unreadableSpool } from './common.js';
+
+export interface RecoverOptions {
+  /** Create an empty state.db when there is none (owned by the home's owner; refused where that cannot be). */
+  readonly createDb: boolean;
+}
+
+/** Lines of each kind printed in text mode before "… and N more" (all of them are in --json). */
+const PER_KIND_LIMIT = 20;
+
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
+}
+
+const euid = (): number => (typeof process.geteuid === 'function' ? process.geteuid() : -1);
+
+/** True when the spool holds at least one entry (nothing to do otherwise: no state.db is needed). */
+function spoolHasEntries(dir: string): boolean {
+  let handle: fs.Dir;
+  try {
+    handle = fs.opendirSync(dir);
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT') return false;
+    throw unreadableSpool(dir, err);
+  }
+  try {
+    return handle.readSync() !== null;
+  } finally {
+    handle.closeSync();
+  }
+}
+
+/**
+ * The session database to recover into. A missing one is refused (exit 2) unless `--create-db`; then it is
+ * created through @hermes/session-db (fs-policy's ensureFile) so that it never ends up root-owned inside a
+ * home someone else owns: as root on an unmanaged home it is created for the home's owner (HERMES_UID/GID
+ * through fs-policy's chown), on a managed home it is refused (fs-policy does not chown there).
+ */
+function openStore(home: string, createDb: boolean): { db: ReturnType<typeof openSessionDb>; created: boolean } {
+  const file = path.join(home, STATE_DB_FILE);
+  let missing = false;
+  try {
+    fs.lstatSync(file);
+  } catch (err) {
+    if (codeOf(err) !== 'ENOENT') {
+      throw new CliError(`cannot use the session database ${file} (${codeOf(err)})`, { code: codeOf(err), path: file, exitCode: EXIT.error, cause: err });
+    }
+    missing = true;
+  }
+  if (!missing) return { db: openSessionDb({ home }), created: false };
+  if (!createDb) {
+    throw new CliError(`no session database at ${file}: recovery replays into state.db and does not create an empty one`, {
+      code: 'ENODB',
+      path: file,
+      exitCode: EXIT.error,
+      hint: `check --home (the gateway's home has a state.db); to start a new one, run again with --create-db as the home's owner`,
+    });
+  }
+  const homeStat = fs.statSync(home);
+  if (euid() === 0 && homeStat.uid !== 0) {
+    const env = loadEnvironment({ home });
+    if (env.managed.managed) {
+      throw new CliError(
+        `refusing to create ${file} as root: the managed home ${home} belongs to uid ${homeStat.uid}, and a root-owned state.db would lock the service out`,
+        { code: 'EROOT_OWNED', path: file, exitCode: EXIT.error, hint: `run as the home's owner: sudo -u '#${homeStat.uid}' hermes-fs pending recover --create-db --home ${home}` },
+      );
+    }
+    // fs-policy applies HERMES_UID/HERMES_GID to what it creates on an unmanaged home: the home's owner.
+    const owned = loadEnvironment({ home, env: { ...process.env, HERMES_UID: String(homeStat.uid), HERMES_GID: String(homeStat.gid) } });
+    const db = openSessionDb({ home, env: owned });
+    const st = fs.lstatSync(file);
+    if (st.uid !== homeStat.uid) {
+      db.close();
+      throw new CliError(`${file} was created owned by uid ${st.uid}, not by the home's owner uid ${homeStat.uid}`, {
+        code: 'EOWNER',
+        path: file,
+        exitCode: EXIT.error,
+        hint: `run as the home's owner: sudo -u '#${homeStat.uid}' hermes-fs pending recover --home ${home}`,
+      });
+    }
+    return { db, created: true };
+  }
+  return { db: openSessionDb({ home }), created: true };
+}
+
+function failedOf(report: RecoveryReport): boolean {
+  const keptHard = report.kept.some((k) => k.reason === 'store-error' || k.reason === 'read-error' || k.reason === 'resolver-error');
+  return report.errors.length > 0 || report.bad.length > 0 || keptHard;
+}
+
+/** The report as one JSON document, each array element written on its own line as it is serialised. */
+async function writeJson(w: ChunkedWriter, head: Record<string, unknown>, report: RecoveryReport | null, ok: boolean): Promise<void> {
+  const J = JSON.stringify;
+  w.write(`{${Object.entries(head).map(([k, v]) => `${J(k)}:${J(v)}`).join(',')},"report":`);
+  if (report === null) w.write('null');
+  else {
+    w.write('{');
+    let first = true;
+    for (const [key, value] of Object.entries(report)) {
+      w.write(`${first ? '' : ','}${J(key)}:`);
+      first = false;
+      if (!Array.isArray(value)) {
+        w.write(J(value));
+        continue;
+      }
+      w.write('[');
+      let i = 0;
+      for (const item of value as unknown[]) {
+        w.write(`${i++ === 0 ? '' : ','}\n${J(item)}`);
+        if (w.closed) return;
+        if (w.mustWait) await w.drain();
+      }
+      w.write(']');
+    }
+    w.write('}');
+  }
+  w.write(`,"ok":${String(ok)}}\n`);
+  await w.end();
+}
+
+function capped<T>(items: readonly T[], line: (item: T) => string): string[] {
+  const out = items.slice(0, PER_KIND_LIMIT).map(line);
+  if (items.length > PER_KIND_LIMIT) out.push(`  … and ${items.length - PER_KIND_LIMIT} more (all of them with --json)`);
+  return out;
+}
+
+export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Promise<ExitCode> {
+  const dir = spoolDirOf(ctx.home);
+  const dbFile = path.join(ctx.home, STATE_DB_FILE);
+  if (!spoolHasEntries(dir)) {
+    if (ctx.json) await writeJson(new ChunkedWriter(), { schemaVersion: 1, command: 'pending recover', home: ctx.home, stateDb: dbFile, createdDb: false }, null, true);
+    else println(`nothing to recover: ${termSafe(dir)} ${fs.existsSync(dir) ? 'is empty' : 'does not exist'}`);
+    return EXIT.ok;
+  }
+  const { db, created } = openStore(ctx.home, opts.createDb);
+  const stderrTty: unknown = process.stderr.isTTY;
+  const showBar = stderrTty === true && !ctx.json;
+  let bar: SingleBar | null = null;
+  let report: RecoveryReport;
+  try {
+    report = recoverPending({
+      home: ctx.home,
+      store: db,
+      logger: ctx.debug ? stderrGatewayLogger : silentLogger,
+      ...(showBar ? { batchSize: 100 } : {}),
+      onProgress: (done, total) => {
+        if (!showBar || total <= PROGRESS_THRESHOLD) return;
+        if (bar === null) {
+          bar = new SingleBar({ stream: process.stderr, format: 'recovering [{bar}] {value}/{total} files', hideCursor: true, clearOnComplete: false }, undefined);
+          bar.start(total, done);
+        }
+        bar.setTotal(total);
+        bar.update(done);
+      },
+    });
+  } finally {
+    db.close();
+    (bar as SingleBar | null)?.stop();
+  }
+  const failed = failedOf(report);
+  if (ctx.json) {
+    await writeJson(new ChunkedWriter(), { schemaVersion: 1, command: 'pending recover', home: ctx.home, stateDb: dbFile, createdDb: created }, report, !failed);
+    return failed ? EXIT.findings : EXIT.ok;
+  }
+  const c = colorsFor(process.stdout);
+  if (created) println(`created ${termSafe(dbFile)} (--create-db)`);
+  println(`recovered ${report.inserted.length} of ${plural(report.scanned, 'spool file')} into ${termSafe(dbFile)}`);
+  if (report.alreadyCommitted.length > 0) println(`  ${plural(report.alreadyCommitted.length, 'file')} committed by an earlier pass (receipt found): removed, nothing duplicated`);
+  if (report.snapshots.length > 0) println(`  ${plural(report.snapshots.length, 'agent-history snapshot')} left for you: hermes-fs pending export ID`);
+  if (report.foreignOwner.length > 0) {
+    const uids = [...new Set(report.foreignOwner.map((f) => f.uid))].join(', ');
+    println(`  ${plural(report.foreignOwner.length, 'payload')} of uid ${uids} left in place: that uid's own recovery picks them up`);
+  }
+  for (const l of capped(report.kept, (k) => `  ${c.yellow('kept')} ${termSafe(path.basename(k.path))} (${k.reason}): ${termSafe(k.detail)}`)) println(l);
+  for (const l of capped(report.bad, (b) => `  ${c.red('.bad')} ${termSafe(path.basename(b.badPath))}: ${termSafe(b.error)}`)) println(l);
+  for (const l of capped(report.errors, (e) => `  ${c.red('error')} ${termSafe(e.path)}: ${e.code} ${termSafe(e.message)}. Fix: ${termSafe(e.hint)}`)) println(l);
+  return failed ? EXIT.findings : EXIT.ok;
+}

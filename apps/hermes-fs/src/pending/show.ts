@@ -1,0 +1,144 @@
+/** `hermes-fs pending show` and `pending export`: one spool file, read with the gateway's reader. */
+import {
+  formatSaveSuccess,
+  renderConversation,
+  type SaveFormat,
+  saveConversation,
+  type SnapshotMessage,
+} from '@hermes/cli';
+import { readSpoolFile, type SpoolEntryWithContent, type SpoolFile } from '@hermes/gateway';
+import { formatOf, type RunContext } from '../commands/common.js';
+import { CliError, colorsFor, EXIT, type ExitCode, formatBytes, printJson, println, write } from '../lib/output.js';
+import { saveFailed } from '../lib/save-failure.js';
+import { termSafe } from '../lib/term.js';
+import { entryJson, findSpoolFile, shortId } from './common.js';
+
+function octal(mode: number): string {
+  return mode.toString(8).padStart(4, '0');
+}
+
+/** Reads the file an entry names; a file that vanished since it was found is an error (exit 2). */
+function read(entry: SpoolEntryWithContent): SpoolFile {
+  if (entry.problem === 'foreign' || entry.problem === 'not-a-regular-file') return { entry, payload: undefined, raw: undefined };
+  const file = readSpoolFile(entry.path);
+  if (file === undefined) {
+    throw new CliError(`${entry.name} disappeared while it was being read (recovered or pruned meanwhile)`, {
+      code: 'ENOENT',
+      path: entry.path,
+      exitCode: EXIT.error,
+      hint: 'list the spool again: hermes-fs pending list',
+    });
+  }
+  return file;
+}
+
+export function showAction(ctx: RunContext, ref: string): ExitCode {
+  const { entry, payload, raw } = read(findSpoolFile(ctx.home, ref));
+  if (ctx.json) {
+    printJson({ schemaVersion: 1, command: 'pending show', ok: true, entry: entryJson(entry), payload: payload ?? null, raw: raw ?? null });
+    return EXIT.ok;
+  }
+  const c = colorsFor(process.stdout);
+  const field = (name: string, value: string): void => {
+    println(`${c.bold(name.padEnd(8))} ${termSafe(value)}`);
+  };
+  field('file', entry.path);
+  const what = entry.problem === null ? entry.kind : entry.problem === 'not-a-regular-file' ? `${entry.problem} (${entry.fileType})` : entry.problem;
+  field('kind', entry.payloadKind === null || entry.kind === entry.payloadKind ? what : `${what} (${entry.payloadKind})`);
+  const key = entry.content?.sessionKey ?? null;
+  const session = entry.content?.sessionId ?? null;
+  if (key !== null) field('key', key);
+  if (session !== null) field('session', session);
+  if (entry.ts !== null) field('time', new Date(entry.ts * 1000).toISOString());
+  if (entry.reason !== null) field('reason', entry.reason);
+  field('stat', `${formatBytes(entry.size)}, mode ${octal(entry.mode)}, uid ${entry.uid}, modified ${new Date(entry.mtime).toISOString()}`);
+  if (entry.problem === 'foreign') {
+    println(`uid ${entry.uid} owns this payload (mode ${octal(entry.mode)}); only that uid (or root) can read and recover it`);
+    return EXIT.ok;
+  }
+  if (entry.problem === 'not-a-regular-file') {
+    println(`not a regular file (${entry.fileType}): never followed or opened; recovery leaves it in place — remove it by hand once inspected`);
+    return EXIT.ok;
+  }
+  if (entry.problem === 'unreadable') {
+    println(`cannot read it: ${entry.error ?? 'error'}`);
+    return EXIT.ok;
+  }
+  if (entry.kind === 'agent-history') println(c.dim(`salvage it as a transcript: hermes-fs pending export ${shortId(entry)} --format md`));
+  println('');
+  // JSON.stringify escapes C0 controls already; what it leaves (DEL, C1, bidirectional controls) is escaped JSON-style.
+  if (payload !== undefined) println(termSafe(JSON.stringify(payload, null, 2), { json: true, keepNewlines: true }));
+  else println(termSafe(raw ?? '', { keepNewlines: true }));
+  return EXIT.ok;
+}
+
+export interface ExportOptions {
+  readonly format?: SaveFormat;
+  readonly output?: string;
+  readonly redact: boolean;
+  readonly stdout: boolean;
+}
+
+function snapshotMessages(payload: unknown, entry: SpoolEntryWithContent): SnapshotMessage[] {
+  const messages = (payload as { messages?: unknown } | null)?.messages;
+  if (!Array.isArray(messages)) throw new CliError(`${entry.name} has no messages array`, { code: 'EINVALID', path: entry.path, exitCode: EXIT.findings });
+  return messages.map((m: unknown, i) => {
+    if (m === null || typeof m !== 'object' || typeof (m as { role?: unknown }).role !== 'string') {
+      throw new CliError(`${entry.name}: message ${i} has no role`, { code: 'EINVALID', path: entry.path, exitCode: EXIT.findings, hint: 'inspect it with hermes-fs pending show' });
+    }
+    return m as SnapshotMessage;
+  });
+}
+
+export async function exportAction(ctx: RunContext, ref: string, opts: ExportOptions): Promise<ExitCode> {
+  const format = formatOf(opts.output, opts.format, 'md');
+  const found = findSpoolFile(ctx.home, ref);
+  if (found.kind !== 'agent-history' || found.problem !== null) {
+    const what = found.problem ?? (found.kind === 'bad' ? 'a .bad file' : `a ${found.kind} payload`);
+    throw new CliError(`${found.name} is ${what}, not an agent-history snapshot`, {
+      code: 'ENOTSNAPSHOT',
+      path: found.path,
+      exitCode: EXIT.error,
+      hint: 'payloads are replayed by hermes-fs pending recover; read any file with hermes-fs pending show',
+    });
+  }
+  const { entry, payload } = read(found);
+  const p = payload as { session_id?: unknown };
+  const history = {
+    model: null,
+    ...(typeof p.session_id === 'string' ? { sessionId: p.session_id } : {}),
+    ...(entry.ts === null ? {} : { startedAt: new Date(entry.ts * 1000) }),
+    messages: snapshotMessages(payload, entry),
+  };
+  if (opts.stdout) {
+    const text = renderConversation(history, format, { redact: opts.redact });
+    // On a terminal the transcript is shown, not interpreted; into a pipe or file it stays exact.
+    const tty: unknown = process.stdout.isTTY;
+    write(tty === true ? termSafe(text, { keepNewlines: true }) : text);
+    return EXIT.ok;
+  }
+  try {
+    const r = await saveConversation(history, { home: ctx.home, format, redact: opts.redact, ...(opts.output === undefined ? {} : { filename: opts.output }) });
+    if (ctx.json) {
+      printJson({
+        schemaVersion: 1,
+        command: 'pending export',
+        ok: true,
+        id: entry.id,
+        source: entry.path,
+        path: r.path,
+        format: r.format,
+        bytes: r.bytes,
+        mode: octal(r.mode),
+        redacted: r.redacted,
+        messages: history.messages.length,
+      });
+    } else {
+      println(termSafe(formatSaveSuccess(r)));
+      println('the snapshot stays in the spool until hermes-fs pending prune removes it (gateway.pending.snapshot_retention_days)');
+    }
+    return EXIT.ok;
+  } catch (err) {
+    return saveFailed('pending export', err, { json: ctx.json, debug: ctx.debug });
+  }
+}
