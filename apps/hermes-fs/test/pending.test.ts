@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { flushAgentHistory } from '@hermes/gateway';
 import { openSessionDb } from '@hermes/session-db';
 import { createTestUsers, describeNeeds, itNeeds, runNode } from '@hermes/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -197,6 +198,22 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
       expect(r.status, args.join(' ')).toBe(2);
       expect(fs.existsSync(path.join(home, 'sessions', 'saved', 'x.pdf'))).toBe(false);
     }
+  });
+
+  it('export: a snapshot whose messages include non-object entries (the reference\'s str(obj)) exports them as text', async () => {
+    const r = await flushAgentHistory('sess-str', [
+      { role: 'user', content: 'the question' },
+      "ChatCompletionMessage(content='the answer', role='assistant')",
+      42,
+    ], { home });
+    expect(r.failed).toEqual([]);
+    const file = r.written[0]?.path ?? '';
+    const out = cli(['pending', 'export', id(file), '--format', 'md', '--stdout', '--home', home]);
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stdout).toContain('the question');
+    expect(out.stdout).toContain("ChatCompletionMessage(content='the answer', role='assistant')");
+    expect(out.stdout).toContain('42');
+    fs.rmSync(file);
   });
 
   it('export: a payload that is not an agent-history snapshot is refused (exit 2)', () => {

@@ -6,7 +6,7 @@ import {
   saveConversation,
   type SnapshotMessage,
 } from '@hermes/cli';
-import { readSpoolFile, type SpoolEntryWithContent, type SpoolFile } from '@hermes/gateway';
+import { agentHistoryMessages, readSpoolFile, type SpoolEntryWithContent, type SpoolFile } from '@hermes/gateway';
 import { formatOf, type RunContext } from '../commands/common.js';
 import { CliError, colorsFor, EXIT, type ExitCode, formatBytes, printJson, println, write } from '../lib/output.js';
 import { saveFailed } from '../lib/save-failure.js';
@@ -79,15 +79,16 @@ export interface ExportOptions {
   readonly stdout: boolean;
 }
 
+/**
+ * The snapshot's messages through @hermes/gateway's reading of the format: an entry the reference wrote as
+ * `str(obj)` (an SDK message object) is exported as the text it is, not refused.
+ */
 function snapshotMessages(payload: unknown, entry: SpoolEntryWithContent): SnapshotMessage[] {
-  const messages = (payload as { messages?: unknown } | null)?.messages;
-  if (!Array.isArray(messages)) throw new CliError(`${entry.name} has no messages array`, { code: 'EINVALID', path: entry.path, exitCode: EXIT.findings });
-  return messages.map((m: unknown, i) => {
-    if (m === null || typeof m !== 'object' || typeof (m as { role?: unknown }).role !== 'string') {
-      throw new CliError(`${entry.name}: message ${i} has no role`, { code: 'EINVALID', path: entry.path, exitCode: EXIT.findings, hint: 'inspect it with hermes-fs pending show' });
-    }
-    return m as SnapshotMessage;
-  });
+  try {
+    return agentHistoryMessages(payload).map(({ origin: _origin, ...m }) => m as SnapshotMessage);
+  } catch (err) {
+    throw new CliError(`${entry.name}: ${err instanceof Error ? err.message : String(err)}`, { code: 'EINVALID', path: entry.path, exitCode: EXIT.findings, hint: 'inspect it with hermes-fs pending show' });
+  }
 }
 
 export async function exportAction(ctx: RunContext, ref: string, opts: ExportOptions): Promise<ExitCode> {
