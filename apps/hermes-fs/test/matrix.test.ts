@@ -1,8 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import { Ajv } from 'ajv';
-import { createTestUsers, isRoot, itNeeds } from '@hermes/test-utils';
+import { createTestUsers, isRoot, itNeeds, tempRoot } from '@hermes/test-utils';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { MatrixReport } from '../src/index.js';
 import { displayWidth } from '../src/lib/term.js';
@@ -60,8 +59,15 @@ function tableRows(text: string): Map<string, string[]> {
   return rows;
 }
 
+/**
+ * This file's own temp directory (TMPDIR of the matrix runs below): other test files and other runs create
+ * matrix homes in the shared one at the same time, so only a private one can show what a run left behind.
+ */
+const TMP = tempRoot('hermes-fs-matrix-test-');
+fs.chmodSync(TMP, 0o1777); // like /tmp: the throwaway users of the cross-uid rows create their homes here
+
 function leftovers(): string[] {
-  return fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('hermes-fs-matrix-') || n.startsWith('hermes-fs-xuid-'));
+  return fs.readdirSync(TMP).filter((n) => n.startsWith('hermes-fs-matrix-') || n.startsWith('hermes-fs-xuid-'));
 }
 
 function throwawayAccounts(): string[] {
@@ -78,7 +84,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
   beforeAll(() => {
     before.temps = leftovers();
     before.accounts = throwawayAccounts();
-    jsonRun = cli(['matrix', '--json']);
+    jsonRun = cli(['matrix', '--json'], { env: { TMPDIR: TMP } });
     report = JSON.parse(jsonRun.stdout) as MatrixReport;
   });
 
