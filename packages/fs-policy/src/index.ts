@@ -85,7 +85,7 @@ export {
 } from './reconcile.js';
 export { ensureHermesHome, ensureHermesHomeSync, type EnsureHomeOptions, type EnsureHomeResult } from './home.js';
 export { ensureFile, ensureFileSync, type EnsureFileOptions, type EnsureFileResult } from './file.js';
-export { checkHomeChainSync, scanTreeSync, type ScanEntry, type ScanResult, type ScanVisitor } from './scan.js';
+export { checkHomeChainSync, holdDirectorySync, scanTreeSync, type HeldDirectory, type ScanEntry, type ScanResult, type ScanVisitor } from './scan.js';
 export { readRegularFile, readRegularFileSync, type ReadRegularOptions, type RegularFile } from './read.js';
 export { anchorMode, type AnchorMode } from './internal/anchor.js';
 export {

@@ -1,10 +1,11 @@
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
 import { errnoCode, FsPolicyError } from './errors.js';
-import { selfFd } from './internal/anchor.js';
+import { type HermesEnvironment, loadEnvironment } from './env.js';
+import { atFd, selfFd } from './internal/anchor.js';
 import { call, O, type Plan, runSync } from './internal/io.js';
-import { chainCheckPlan } from './internal/reach.js';
-import { anchorAt, at, dirFlags, type DirRef, Held, lstatAt, realOf, statOf } from './internal/resolve.js';
+import { chainCheckPlan, reachDirPlan } from './internal/reach.js';
+import { anchorAt, at, checkName, dirFlags, type DirRef, Held, lstatAt, materialize, realOf, statOf } from './internal/resolve.js';
 
 /** One entry met by {@link scanTreeSync}. */
 export interface ScanEntry {
@@ -140,4 +141,74 @@ export function checkHomeChainSync(home: string, env: { readonly uid?: number | 
     throw new FsPolicyError({ code: 'EDANGEROUS_HOME', step: 'resolve', path: top, message: `refusing to use ${top} as the Hermes home: it is the filesystem root` });
   }
   return runSync(chainCheckPlan(top, env));
+}
+
+/** A directory held open for a batch of operations on its entries (see {@link holdDirectorySync}). */
+export interface HeldDirectory {
+  /** The directory's logical path: use it in messages and reports. */
+  readonly path: string;
+  /** A path that reaches the directory itself through its descriptor (for `opendir`/`readdir`). */
+  readonly self: string;
+  /**
+   * The path to pass to an fs call for the entry `name` (one component) of this directory: resolved relative to
+   * the held descriptor on Linux, so whatever is renamed or linked in place of the directory meanwhile, the call
+   * acts here. Never show it: messages use {@link HeldDirectory.display}.
+   */
+  at(name: string): string;
+  /** The logical path of `name` in this directory (for messages and reports). */
+  display(name: string): string;
+  /** An fs error with its message and `path` rewritten from the descriptor path to the logical one. */
+  explain<E>(err: E): E;
+  close(): void;
+}
+
+/**
+ * Opens a directory for repeated operations on its entries (a spool, say), reached the way every primitive
+ * reaches its directory: the home (or `root`) by path, every level below it through descriptors, a link that
+ * leaves the root refused. Operations made through {@link HeldDirectory.at} then act on this very directory
+ * even if a member of the service group swaps it for a link. ENOENT (typed) when it does not exist.
+ */
+export function holdDirectorySync(dir: string, options: { env?: HermesEnvironment; root?: string } = {}): HeldDirectory {
+  const env = options.env ?? loadEnvironment();
+  const held = new Held();
+  let ref: DirRef;
+  try {
+    ref = runSync(reachDirPlan(dir, { env, root: options.root }, held)).dir;
+    runSync(materialize(ref, held));
+  } catch (err) {
+    runSync(held.release());
+    throw err;
+  }
+  // Keep only the directory's own descriptor; the levels above it are closed now.
+  runSync(held.releaseAllBut(ref));
+  const logical = path.resolve(dir);
+  const self = selfFd(ref.fd, logical);
+  const prefix = `${self}/`;
+  let closed = false;
+  return {
+    path: logical,
+    self,
+    at(name) {
+      checkName(name, path.join(logical, name));
+      return atFd(ref.fd, logical, name);
+    },
+    display(name) {
+      return path.join(logical, name);
+    },
+    explain(err) {
+      const fix = (text: string): string => text.split(prefix).join(`${logical}/`).split(self).join(logical);
+      if (err instanceof Error) {
+        err.message = fix(err.message);
+        const e = err as Error & { path?: unknown; dest?: unknown };
+        if (typeof e.path === 'string') e.path = fix(e.path);
+        if (typeof e.dest === 'string') e.dest = fix(e.dest);
+      }
+      return err;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      runSync(held.release());
+    },
+  };
 }

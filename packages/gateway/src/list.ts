@@ -4,6 +4,7 @@ import { parseJsonTolerant } from './json.js';
 import { compareNames, spoolFileId } from './names.js';
 import { classifyPayload, isRecord, type PayloadKind } from './payload.js';
 import { InvalidUtf8Error, READ_FLAGS, spoolTextOf } from './read.js';
+import { explain, holdSpool, sys } from './held.js';
 import { spoolLocation, type SpoolLocationOptions } from './spool.js';
 
 /**
@@ -152,13 +153,13 @@ function fileTypeOf(st: fs.Stats | fs.Dirent): SpoolFileType {
 function openForRead(p: string): number {
   if (NOATIME !== 0) {
     try {
-      return fs.openSync(p, READ_FLAGS | NOATIME);
+      return fs.openSync(sys(p), READ_FLAGS | NOATIME);
     } catch (err) {
       if (codeOf(err) !== 'EPERM') throw err;
       // Plain open decides: EACCES for a 0600 file of another uid.
     }
   }
-  return fs.openSync(p, READ_FLAGS);
+  return fs.openSync(sys(p), READ_FLAGS);
 }
 
 const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -260,7 +261,7 @@ function inspect(dir: string, name: string, dirent: fs.Dirent | undefined, optio
   if (dirent?.isFile() !== true) {
     let st: fs.Stats;
     try {
-      st = fs.lstatSync(p);
+      st = fs.lstatSync(sys(p));
     } catch (err) {
       if (codeOf(err) === 'ENOENT') return undefined;
       throw err;
@@ -275,7 +276,7 @@ function inspect(dir: string, name: string, dirent: fs.Dirent | undefined, optio
     if (code === 'ENOENT') return undefined; // recovered or pruned meanwhile
     let st: fs.Stats;
     try {
-      st = fs.lstatSync(p);
+      st = fs.lstatSync(sys(p));
     } catch (lstatErr) {
       if (codeOf(lstatErr) === 'ENOENT') return undefined;
       throw lstatErr;
@@ -338,7 +339,7 @@ function undefinedOrUnreadable(dir: string, name: string, err: unknown): Inspect
   if (code === 'ENOENT') return undefined;
   let st: fs.Stats;
   try {
-    st = fs.lstatSync(path.join(dir, name));
+    st = fs.lstatSync(sys(path.join(dir, name)));
   } catch {
     return undefined;
   }
@@ -386,17 +387,21 @@ export function scanSpool(options: ScanSpoolOptions & { content: true }): Genera
 export function scanSpool(options?: string | ScanSpoolOptions): Generator<SpoolEntry, void, undefined>;
 export function scanSpool(options: string | ScanSpoolOptions = {}): Generator<SpoolEntry, void, undefined> {
   const opts: ScanSpoolOptions = typeof options === 'string' ? { home: options } : options;
-  const { dir } = spoolLocation(opts);
+  const loc = spoolLocation(opts);
+  const { dir } = loc;
+  // Held for the generator's life: every entry is read relative to the spool's descriptor.
+  const release = holdSpool(dir, loc.env);
   let handle: fs.Dir | undefined;
   try {
-    handle = fs.opendirSync(dir, { bufferSize: 1024 });
+    handle = fs.opendirSync(sys(dir), { bufferSize: 1024 });
   } catch (err) {
-    if (codeOf(err) !== 'ENOENT') throw err;
+    release?.();
+    if (codeOf(err) !== 'ENOENT') throw explain(err);
   }
-  return scan(dir, handle, opts);
+  return scan(dir, handle, opts, release);
 }
 
-function* scan(dir: string, handle: fs.Dir | undefined, opts: ScanSpoolOptions): Generator<SpoolEntry, void, undefined> {
+function* scan(dir: string, handle: fs.Dir | undefined, opts: ScanSpoolOptions, release: (() => void) | undefined): Generator<SpoolEntry, void, undefined> {
   if (handle === undefined) return;
   const includeBad = opts.includeBad ?? true;
   const content = opts.content === true;
@@ -410,6 +415,7 @@ function* scan(dir: string, handle: fs.Dir | undefined, opts: ScanSpoolOptions):
     }
   } finally {
     handle.closeSync();
+    release?.();
   }
 }
 

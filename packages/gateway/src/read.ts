@@ -1,5 +1,6 @@
 import { createHash, hash } from 'node:crypto';
 import * as fs from 'node:fs';
+import { sys } from './held.js';
 import { parseJsonTolerant } from './json.js';
 
 const constants = fs.constants as Partial<typeof fs.constants>;
@@ -15,23 +16,37 @@ export const READ_FLAGS: number = fs.constants.O_RDONLY | (constants.O_NOFOLLOW 
 const NOATIME: number = constants.O_NOATIME ?? 0;
 
 /**
- * A numeric `open(2)` flag as the `flag` option of `fs.readFileSync`. Node accepts a number there ("the flag
- * can also be a number", File system flags); @types/node only declares the string form.
+ * Reads a whole spool file: opened without following a link and without blocking, checked with `fstat` before
+ * a single byte is read (a FIFO, socket or device planted under a payload's name is refused with ENOTREGULAR),
+ * with O_NOATIME when it is allowed (recovery reads each file just before deleting it; an atime update is a
+ * journalled inode write per file).
  */
-function flagOption(flags: number): string {
-  return flags as unknown as string;
-}
-
-/** Reads a whole file as UTF-8 (one native call: open, read, close), with O_NOATIME when it is allowed. */
-function readUtf8(p: string): string {
-  if (NOATIME !== 0) {
-    try {
-      return fs.readFileSync(p, { encoding: 'utf8', flag: flagOption(READ_FLAGS | NOATIME) });
-    } catch (err) {
-      if ((err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
-    }
+function readBytes(p: string): Buffer {
+  let fd: number;
+  try {
+    fd = NOATIME !== 0 ? fs.openSync(sys(p), READ_FLAGS | NOATIME) : fs.openSync(sys(p), READ_FLAGS);
+  } catch (err) {
+    if (NOATIME === 0 || (err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
+    fd = fs.openSync(sys(p), READ_FLAGS);
   }
-  return fs.readFileSync(p, { encoding: 'utf8', flag: flagOption(READ_FLAGS) });
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      throw Object.assign(new Error(`ENOTREGULAR: not a regular file (a FIFO, socket or device), read '${p}'`), { code: 'ENOTREGULAR', path: p });
+    }
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.max(st.size + 1 - total, 65536));
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      chunks.push(buf.subarray(0, n));
+      total += n;
+    }
+    return chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)) : Buffer.concat(chunks, total);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 const REPLACEMENT = '\uFFFD';
@@ -65,9 +80,9 @@ export interface SpoolText {
  * read again as bytes and decoded strictly.
  */
 export function readSpoolText(p: string): SpoolText {
-  const source = readUtf8(p);
+  const bytes = readBytes(p);
+  const source = bytes.toString('utf8');
   if (!source.includes(REPLACEMENT)) return spoolTextOf(source);
-  const bytes = fs.readFileSync(p, { flag: flagOption(READ_FLAGS) });
   let text: string;
   try {
     // TextDecoder drops a UTF-8 BOM (Python's utf-8-sig) and, with `fatal`, refuses invalid UTF-8.

@@ -8,6 +8,7 @@ import { classifyPayload, epochProblem, isRecord, orderingKey, PAYLOAD_SCHEMA_VE
 import { salvageTemps, type SalvageOptions, type SalvageReport } from './salvage.js';
 import { compareNames } from './names.js';
 import { RecoveryOrder } from './ordering.js';
+import { explain, holdSpool, sys } from './held.js';
 import { InvalidUtf8Error, readSpoolText, receiptIdOf, type SpoolText, spoolTextOf } from './read.js';
 import { isProfileHome, type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
 import type { RecoveredRow, RecoveryBatchEntry, SessionStore } from './store.js';
@@ -160,7 +161,7 @@ function codeOf(err: unknown, fallback: string): string {
 }
 
 function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return err instanceof Error ? explain(err).message : String(err);
 }
 
 /** A committed file waiting for a checkpoint before it is removed: its report entry. */
@@ -247,6 +248,24 @@ class Pass {
   }
 
   run(): RecoveryReport {
+    // Every call on a spool entry goes through the held directory (sys()): a group member who swaps
+    // pending_messages/ for a link cannot make recovery read, rename or remove files elsewhere.
+    let release: (() => void) | undefined;
+    try {
+      release = holdSpool(this.#loc.dir, this.#loc.env);
+    } catch (err) {
+      this.error(this.#loc.dir, codeOf(err, 'EUNKNOWN'), `cannot use ${this.#loc.dir}: ${messageOf(err)}`);
+      this.#logSummary();
+      return this.report;
+    }
+    try {
+      return this.#runHeld();
+    } finally {
+      release?.();
+    }
+  }
+
+  #runHeld(): RecoveryReport {
     const salvage = this.#options.salvage ?? true;
     if (salvage !== false && fs.existsSync(this.#loc.dir)) {
       const r = salvageTemps({
@@ -279,7 +298,7 @@ class Pass {
     const order = new RecoveryOrder(READ_AHEAD_BYTES);
     let handle: fs.Dir;
     try {
-      handle = fs.opendirSync(dir, { bufferSize: 256 });
+      handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
     } catch (err) {
       if (codeOf(err, '') !== 'ENOENT') this.error(dir, codeOf(err, 'EUNKNOWN'), `cannot list ${dir}: ${messageOf(err)}`);
       return;
@@ -723,7 +742,7 @@ class Pass {
    */
   #remove(p: string): boolean {
     try {
-      fs.unlinkSync(p);
+      fs.unlinkSync(sys(p));
       return true;
     } catch (err) {
       const code = codeOf(err, 'EUNKNOWN');
@@ -740,9 +759,9 @@ class Pass {
   /** Renames a file whose rows the store rejected to `<name>.bad` (never over an existing file). */
   #quarantine(p: string, reason: string): void {
     let badPath = `${p}.bad`;
-    if (fs.existsSync(badPath)) badPath = `${p}.${Date.now().toString(36)}.bad`;
+    if (fs.existsSync(sys(badPath))) badPath = `${p}.${Date.now().toString(36)}.bad`;
     try {
-      fs.renameSync(p, badPath);
+      fs.renameSync(sys(p), sys(badPath));
     } catch (err) {
       this.error(p, codeOf(err, 'EUNKNOWN'), `rejected by the store (${reason}) and could not be renamed .bad: ${messageOf(err)}`);
       return;
@@ -767,7 +786,7 @@ function groupByCode(problems: readonly Problem[]): { code: string; n: number; w
 
 function ownerOf(p: string): number | undefined {
   try {
-    return fs.lstatSync(p).uid;
+    return fs.lstatSync(sys(p)).uid;
   } catch {
     return undefined;
   }

@@ -11,6 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FsPolicyError, fsyncDirectorySync, hintFor, parseTempName, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
+import { explain, holdSpool, sys } from './held.js';
 import { parseJsonTolerant } from './json.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord } from './payload.js';
@@ -110,7 +111,7 @@ function codeOf(err: unknown): string {
 }
 
 function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return err instanceof Error ? explain(err).message : String(err);
 }
 
 /** A plain payload name: no separator, not hidden, `*.json`. */
@@ -121,7 +122,7 @@ function isPayloadName(name: string): boolean {
 /** The bytes of a regular file, never through a link; undefined when it does not exist. */
 function readRegular(p: string): Buffer | undefined {
   try {
-    return readRegularFileSync(p, { maxBytes: MAX_TEMP_BYTES }).data;
+    return readRegularFileSync(sys(p), { maxBytes: MAX_TEMP_BYTES }).data;
   } catch (err) {
     if (codeOf(err) === 'ENOENT') return undefined;
     throw err;
@@ -174,12 +175,29 @@ class Salvage {
   }
 
   run(): SalvageReport {
+    // Every call on a spool entry goes through the held directory (sys()): a group member who swaps
+    // pending_messages/ for a link cannot make the salvage rename or remove files elsewhere.
+    let release: (() => void) | undefined;
+    try {
+      release = holdSpool(this.#loc.dir, this.#loc.env);
+    } catch (err) {
+      this.#error(this.#loc.dir, err, `cannot use ${this.#loc.dir}`);
+      return this.report;
+    }
+    try {
+      return this.#runHeld();
+    } finally {
+      release?.();
+    }
+  }
+
+  #runHeld(): SalvageReport {
     const dir = this.#loc.dir;
     const candidates: Candidate[] = [];
     // fs-policy's own view of its temp files: which writer is alive, read in the writer's pid namespace.
     const alive = new Map<string, boolean | null>();
     try {
-      for (const t of sweepTempFilesSync(dir, { recursive: false, now: this.#now }).found) {
+      for (const t of sweepTempFilesSync(sys(dir), { recursive: false, now: this.#now }).found) {
         alive.set(path.basename(t.path), t.pidAlive);
       }
     } catch (err) {
@@ -188,7 +206,7 @@ class Salvage {
     }
     let handle: fs.Dir;
     try {
-      handle = fs.opendirSync(dir, { bufferSize: 256 });
+      handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
     } catch (err) {
       if (codeOf(err) !== 'ENOENT') this.#error(dir, err, `cannot list ${dir}`);
       return this.report;
@@ -220,7 +238,7 @@ class Salvage {
     for (const c of candidates) this.#one(c);
     if (this.#changed) {
       try {
-        fsyncDirectorySync(dir);
+        fsyncDirectorySync(sys(dir));
       } catch (err) {
         this.report.durable = false;
         this.#error(dir, err, `fsync of ${dir} after salvaging temp files failed`);
@@ -239,7 +257,7 @@ class Salvage {
     let file: { data: Buffer; stat: fs.Stats };
     try {
       // Never through a link, never blocking on a FIFO; what is judged is what the checked descriptor held.
-      file = readRegularFileSync(temp, { maxBytes: MAX_TEMP_BYTES });
+      file = readRegularFileSync(sys(temp), { maxBytes: MAX_TEMP_BYTES });
     } catch (err) {
       const code = codeOf(err);
       if (code === 'ENOENT') return; // renamed or salvaged meanwhile
@@ -254,7 +272,7 @@ class Salvage {
       if (code === 'EACCES' || code === 'EPERM') {
         let owner: number | undefined;
         try {
-          owner = fs.lstatSync(temp).uid;
+          owner = fs.lstatSync(sys(temp)).uid;
         } catch {
           owner = undefined;
         }
@@ -294,7 +312,7 @@ class Salvage {
     const final = path.join(this.#loc.dir, c.target);
     let linked = false;
     try {
-      fs.linkSync(temp, final);
+      fs.linkSync(sys(temp), sys(final));
       linked = true;
     } catch (err) {
       const code = codeOf(err);
@@ -310,7 +328,7 @@ class Salvage {
     if (!linked) {
       // A filesystem without hard links: rename, after making sure nothing holds the final name.
       try {
-        fs.lstatSync(final);
+        fs.lstatSync(sys(final));
         this.#existing(c, temp, final, bytes);
         return;
       } catch (err) {
@@ -320,7 +338,7 @@ class Salvage {
         }
       }
       try {
-        fs.renameSync(temp, final);
+        fs.renameSync(sys(temp), sys(final));
       } catch (err) {
         this.#error(temp, err, `cannot adopt ${temp} as ${final}`);
         return;
@@ -333,7 +351,7 @@ class Salvage {
     // The name now holds the inode that was read (checked on the descriptor's identity, not on the path twice).
     let same: boolean;
     try {
-      const now = fs.lstatSync(final);
+      const now = fs.lstatSync(sys(final));
       same = now.ino === st.ino && now.dev === st.dev;
     } catch {
       same = false;
@@ -370,7 +388,7 @@ class Salvage {
 
   #unlinkTemp(temp: string): void {
     try {
-      fs.unlinkSync(temp);
+      fs.unlinkSync(sys(temp));
       this.#changed = true;
     } catch (err) {
       if (codeOf(err) !== 'ENOENT') this.#error(temp, err, `cannot remove the temp name ${temp} (its payload is in place; the next pass removes it)`);
@@ -383,7 +401,7 @@ class Salvage {
     let target = base;
     for (let i = 1; ; i++) {
       try {
-        fs.lstatSync(target);
+        fs.lstatSync(sys(target));
       } catch (err) {
         if (codeOf(err) === 'ENOENT') break;
         this.#error(target, err, `cannot examine ${target}`);
@@ -392,7 +410,7 @@ class Salvage {
       target = `${base}.${String(i)}`;
     }
     try {
-      fs.renameSync(temp, target);
+      fs.renameSync(sys(temp), sys(target));
     } catch (err) {
       if (codeOf(err) !== 'ENOENT') this.#error(temp, err, `cannot move the incomplete ${temp} aside`);
       return;

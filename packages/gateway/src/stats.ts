@@ -1,8 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { sweepTempFilesSync, type TempFile } from '@hermes/fs-policy';
+import { type HermesEnvironment, sweepTempFilesSync, type TempFile } from '@hermes/fs-policy';
 import { type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord } from './payload.js';
+import { holdSpool, sys } from './held.js';
 import { readSpoolPayload } from './read.js';
 import { spoolLocation, type SpoolLocationOptions } from './spool.js';
 
@@ -61,7 +62,7 @@ function bump(map: Record<string, number>, key: string): void {
 
 function listDir(dir: string, errors: { path: string; code: string }[]): fs.Dirent[] | undefined {
   try {
-    return fs.readdirSync(dir, { withFileTypes: true });
+    return fs.readdirSync(sys(dir), { withFileTypes: true });
   } catch (err) {
     if (codeOf(err) !== 'ENOENT') errors.push({ path: dir, code: codeOf(err) });
     return undefined;
@@ -81,7 +82,7 @@ function* statFiles(
     if (!entry.isFile()) continue;
     const p = path.join(dir, entry.name);
     try {
-      yield { name: entry.name, path: p, st: fs.lstatSync(p) };
+      yield { name: entry.name, path: p, st: fs.lstatSync(sys(p)) };
     } catch (err) {
       if (codeOf(err) !== 'ENOENT') errors.push({ path: p, code: codeOf(err) });
     }
@@ -100,9 +101,12 @@ function older(age: SpoolAge, mtime: number, ageMs: number): void {
 /** A picture of the spool for operators and dashboards: size, age, kinds, quarantined and leftover files. */
 export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats {
   const opts: SpoolStatsOptions = typeof options === 'string' ? { home: options } : options;
-  const { dir } = spoolLocation(opts);
-  const now = opts.now ?? Date.now();
-  const stats: SpoolStats = {
+  const loc = spoolLocation(opts);
+  return heldOr(loc, () => spoolStatsHeld(opts, loc.dir), (code) => ({ ...emptyStats(loc.dir), exists: true, errors: [{ path: loc.dir, code }] }));
+}
+
+function emptyStats(dir: string): SpoolStats {
+  return {
     dir,
     exists: false,
     count: 0,
@@ -119,6 +123,29 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
     tempFiles: { count: 0, stale: 0, bytes: 0 },
     errors: [],
   };
+}
+
+/**
+ * Runs `fn` with the spool held (every call on an entry relative to its descriptor); `failed(code)` when it
+ * cannot be held safely (e.g. `ESYMLINK_ESCAPE`: pending_messages/ is a link leading out of the home).
+ */
+function heldOr<T>(loc: { dir: string; env: HermesEnvironment }, fn: () => T, failed: (code: string) => T): T {
+  let release: (() => void) | undefined;
+  try {
+    release = holdSpool(loc.dir, loc.env);
+  } catch (err) {
+    return failed(codeOf(err));
+  }
+  try {
+    return fn();
+  } finally {
+    release?.();
+  }
+}
+
+function spoolStatsHeld(opts: SpoolStatsOptions, dir: string): SpoolStats {
+  const now = opts.now ?? Date.now();
+  const stats: SpoolStats = emptyStats(dir);
   const entries = listDir(dir, stats.errors);
   if (entries === undefined) return { ...stats, exists: stats.errors.length > 0 };
   const result: SpoolStats = { ...stats, exists: true };
@@ -173,11 +200,11 @@ export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats
       older(snap, st.mtimeMs, hasTs ? now - ts * 1000 : now - st.mtimeMs);
     }
   }
-  const sweep = sweepTempFilesSync(dir, { recursive: false, now });
+  const sweep = sweepTempFilesSync(sys(dir), { recursive: false, now });
   result.tempFiles.count = sweep.found.length;
   result.tempFiles.stale = sweep.found.filter((t) => t.stale).length;
   result.tempFiles.bytes = sweep.found.reduce((n, t) => n + t.size, 0);
-  result.errors.push(...sweep.errors);
+  result.errors.push(...sweep.errors.map((e) => ({ ...e, path: dir })));
   return result;
 }
 
@@ -227,8 +254,22 @@ export function prune(options: PruneOptions): PruneReport {
   const include = new Set<PruneCategory>(options.include ?? ['bad', 'snapshots']);
   const now = options.now ?? Date.now();
   const limitMs = options.olderThanDays * DAY_MS;
-  const { dir } = spoolLocation(options);
+  const loc = spoolLocation(options);
+  const { dir } = loc;
   const report: PruneReport = { dir, dryRun, matched: [], removed: [], errors: [] };
+  return heldOr(
+    loc,
+    () => pruneHeld(options, report, { dryRun, include, now, limitMs, logger }),
+    (code) => ({ ...report, errors: [{ path: dir, code }] }),
+  );
+}
+
+function pruneHeld(
+  options: PruneOptions,
+  report: PruneReport,
+  { dryRun, include, now, limitMs, logger }: { dryRun: boolean; include: Set<PruneCategory>; now: number; limitMs: number; logger: ReturnType<typeof loggerFor> },
+): PruneReport {
+  const { dir } = report;
   const entries = listDir(dir, report.errors) ?? [];
 
   const consider = (p: string, category: PruneCategory, ageMs: number, bytes: number): void => {
@@ -254,15 +295,15 @@ export function prune(options: PruneOptions): PruneReport {
     consider(p, 'snapshots', ageMs, st.size);
   }
   if (include.has('temp')) {
-    const sweep = sweepTempFilesSync(dir, { recursive: false, now });
-    for (const t of sweep.found.filter((x: TempFile) => x.stale)) consider(t.path, 'temp', t.ageMs, t.size);
-    report.errors.push(...sweep.errors);
+    const sweep = sweepTempFilesSync(sys(dir), { recursive: false, now });
+    for (const t of sweep.found.filter((x: TempFile) => x.stale)) consider(path.join(dir, path.basename(t.path)), 'temp', t.ageMs, t.size);
+    report.errors.push(...sweep.errors.map((e) => ({ ...e, path: dir })));
   }
   report.matched.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   if (!dryRun) {
     for (const c of report.matched) {
       try {
-        fs.unlinkSync(c.path);
+        fs.unlinkSync(sys(c.path));
         report.removed.push(c.path);
       } catch (err) {
         if (codeOf(err) === 'ENOENT') continue;

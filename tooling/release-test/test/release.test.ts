@@ -521,8 +521,20 @@ describe('a release through a real registry', { concurrent: false }, () => {
       for (const [dep, range] of internal) expect(range, `${name} -> ${dep}`).toBe(`^${VERSION}`);
       for (const [dep, range] of Object.entries(pkg.dependencies ?? {})) expect(range, `${name} -> ${dep}`).not.toMatch(/^workspace:/);
       if (name === 'hermes-fs') {
-        expect(files).toContain('schema/matrix.schema.json');
-        expect(pkg.exports['./schema/matrix.schema.json']).toBe('./schema/matrix.schema.json');
+        // Every --json document's schema ships, exported by one pattern (hermes-fs/schema/<name>.json).
+        expect(files.filter((f) => f.startsWith('schema/')).sort()).toEqual([
+          'schema/doctor.schema.json',
+          'schema/error.schema.json',
+          'schema/matrix.schema.json',
+          'schema/pending-export.schema.json',
+          'schema/pending-list.schema.json',
+          'schema/pending-prune.schema.json',
+          'schema/pending-recover.schema.json',
+          'schema/pending-show.schema.json',
+          'schema/provision.schema.json',
+          'schema/save.schema.json',
+        ]);
+        expect(pkg.exports['./schema/*.json']).toBe('./schema/*.json');
       }
       if (name === '@hermes/session-db') expect(Object.keys(pkg.dependencies ?? {})).toContain('@types/better-sqlite3');
     }

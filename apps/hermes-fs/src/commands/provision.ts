@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { printJson } from '../lib/output.js';
+import { EXIT, printJson, reportError, setColorFlag } from '../lib/output.js';
 import { DEFAULT_HOME, DEFAULT_SERVICE, DEFAULT_USER } from '../provision/install.js';
-import { examples } from './common.js';
+import { examples, globalsOf } from './common.js';
 
 interface InstallOptions {
   home?: string;
@@ -12,8 +12,6 @@ interface InstallOptions {
   manager?: string;
   homeMode?: string;
   service?: string;
-  json: boolean;
-  debug: boolean;
 }
 
 interface SystemdOptions extends InstallOptions {
@@ -27,14 +25,26 @@ function positiveInteger(value: string): number {
   return Number(value);
 }
 
-function output(cmd: Command): Command {
-  return cmd.option('--json', 'print one JSON document (schema/provision.schema.json) instead of the file', false).option('--debug', 'print stack traces on errors', false);
+/**
+ * Runs a generator with the global options applied and the shared error contract (exit 2, error document).
+ * `--home`, `--json` and `--debug` are the program's global options (before or after the command); here
+ * `--home` names the home of the install being described — a path on the target machine, which need not exist
+ * here — so it is not checked like the other commands' home, and its default is the NixOS module's.
+ */
+function generate(cmd: Command, command: string, body: (home: string, json: boolean) => void): void {
+  const g = globalsOf(cmd);
+  setColorFlag(g.color);
+  try {
+    body(g.home ?? DEFAULT_HOME, g.json);
+    process.exitCode = EXIT.ok;
+  } catch (err) {
+    process.exitCode = reportError(err, { debug: g.debug, json: g.json, command });
+  }
 }
 
 /** The options every generator shares: which install it is for. */
 function installOptions(cmd: Command, manager: string): Command {
   cmd
-    .option('--home <dir>', 'the Hermes home the service uses (absolute)', DEFAULT_HOME)
     .option('--user <name>', 'the service user (name or uid)', DEFAULT_USER)
     .option('--group <name>', 'the service group (default: the user)')
     .option('--managed', 'a package manager owns the home, shared with the service group (the default)')
@@ -42,7 +52,7 @@ function installOptions(cmd: Command, manager: string): Command {
     .option('--manager <name>', `the manager's name for HERMES_MANAGED and the .managed marker (default: ${manager})`)
     .option('--home-mode <mode>', 'unmanaged: HERMES_HOME_MODE for the kinds that honour it, e.g. 0701')
     .option('--service <name>', 'the systemd service name, without .service', DEFAULT_SERVICE);
-  return output(cmd);
+  return cmd;
 }
 
 function print(doc: { text: string }, json: boolean): void {
@@ -81,7 +91,9 @@ export function registerProvision(program: Command): void {
   ]);
   tmpfiles.action(async (opts: InstallOptions) => {
     const { provisionTmpfiles } = await import('../provision/run.js');
-    print(provisionTmpfiles(opts), opts.json);
+    generate(tmpfiles, 'provision tmpfiles', (home, json) => {
+      print(provisionTmpfiles({ ...opts, home }), json);
+    });
   });
 
   const systemd = installOptions(
@@ -103,7 +115,9 @@ export function registerProvision(program: Command): void {
   ]);
   systemd.action(async (opts: SystemdOptions) => {
     const { provisionSystemd } = await import('../provision/run.js');
-    print(provisionSystemd(opts), opts.json);
+    generate(systemd, 'provision systemd', (home, json) => {
+      print(provisionSystemd({ ...opts, home }), json);
+    });
   });
 
   const nixos = installOptions(
@@ -119,16 +133,20 @@ export function registerProvision(program: Command): void {
   ]);
   nixos.action(async (opts: SystemdOptions) => {
     const { provisionNixos } = await import('../provision/run.js');
-    print(provisionNixos(opts), opts.json);
+    generate(nixos, 'provision nixos', (home, json) => {
+      print(provisionNixos({ ...opts, home }), json);
+    });
   });
 
-  const registry = output(provision.command('registry').description('The @hermes/fs-policy registry: every artifact kind with its modes, as a table or (--json) as data.'));
+  const registry = provision.command('registry').description('The @hermes/fs-policy registry: every artifact kind with its modes, as a table or (--json) as data.');
   examples(registry, [
     ['hermes-fs provision registry', 'a table'],
     ['hermes-fs provision registry --json | jq .registry.kinds', 'as data'],
   ]);
-  registry.action(async (opts: { json: boolean }) => {
+  registry.action(async () => {
     const { provisionRegistry } = await import('../provision/run.js');
-    print(provisionRegistry(), opts.json);
+    generate(registry, 'provision registry', (_home, json) => {
+      print(provisionRegistry(), json);
+    });
   });
 }

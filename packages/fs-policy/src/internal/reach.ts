@@ -133,10 +133,10 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
   top = anchor;
   stack = [anchor];
   if (missing.length > 0) {
-    if (trustTop === env.home) refuseToInventHome(env.home, env);
     if (walkSpec === undefined) {
       throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: trustTop, message: `${trustTop} does not exist` });
     }
+    if (trustTop === env.home) refuseToInventHome(env.home, env);
     // Levels that do not exist yet down to the root: created here through descriptors; a link that appears
     // among them must stay inside the existing directory they are created in, and a dangling one is refused.
     stack = yield* walkPlan(anchor, stack, missing, walkSpec, held);

@@ -52,6 +52,12 @@ export class Held {
     if (i >= 0) this.refs.splice(i, 1);
     if (ref.fd >= 0) yield* bestEffort([], 'release', ref.path, 'close', ref.fd);
   }
+  /** Closes every descriptor but `keep` (which the caller goes on holding). */
+  *releaseAllBut(keep: DirRef): Plan<void> {
+    const others = this.refs.filter((r) => r !== keep && r.fd !== keep.fd);
+    this.refs.splice(0, this.refs.length, ...this.refs.filter((r) => r === keep || r.fd === keep.fd));
+    for (const ref of others.reverse()) if (ref.fd >= 0) yield* bestEffort([], 'release', ref.path, 'close', ref.fd);
+  }
   *release(): Plan<void> {
     const refs = this.refs.splice(0);
     for (const ref of refs.reverse()) if (ref.fd >= 0) yield* bestEffort([], 'release', ref.path, 'close', ref.fd);

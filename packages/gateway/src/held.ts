@@ -1,0 +1,60 @@
+/**
+ * The spool directory, held through @hermes/fs-policy's resolver while a recovery, a salvage, a listing or a
+ * prune works in it: every call on a spool entry is made relative to the held descriptor (`sys()`), so a
+ * member of the service group who swaps `pending_messages/` for a link cannot make this process read, rename
+ * or delete files anywhere else. Messages keep the logical paths (`explain()`).
+ */
+import * as path from 'node:path';
+import { FsPolicyError, type HeldDirectory, type HermesEnvironment, holdDirectorySync } from '@hermes/fs-policy';
+
+const held = new Map<string, { dir: HeldDirectory; users: number }>();
+
+/**
+ * Holds `dir` (the spool) until the returned release is called; nested holds share one descriptor. Returns
+ * undefined when the directory does not exist; throws the typed FsPolicyError when it cannot be held safely
+ * (a link leading out of the home, EACCES, …).
+ */
+export function holdSpool(dir: string, env: HermesEnvironment): (() => void) | undefined {
+  const key = path.resolve(dir);
+  const known = held.get(key);
+  if (known !== undefined) {
+    known.users++;
+    return () => {
+      release(key);
+    };
+  }
+  let h: HeldDirectory;
+  try {
+    h = holdDirectorySync(key, { env });
+  } catch (err) {
+    if (err instanceof FsPolicyError && err.code === 'ENOENT') return undefined;
+    throw err;
+  }
+  held.set(key, { dir: h, users: 1 });
+  return () => {
+    release(key);
+  };
+}
+
+function release(key: string): void {
+  const h = held.get(key);
+  if (h === undefined) return;
+  h.users--;
+  if (h.users > 0) return;
+  held.delete(key);
+  h.dir.close();
+}
+
+/** The path to pass to an fs call for `p` (a held spool directory itself, or an entry of it); `p` otherwise. */
+export function sys(p: string): string {
+  const self = held.get(p);
+  if (self !== undefined) return self.dir.self;
+  const parent = held.get(path.dirname(p));
+  return parent === undefined ? p : parent.dir.at(path.basename(p));
+}
+
+/** An fs error with descriptor paths rewritten to the logical spool paths. */
+export function explain<E>(err: E): E {
+  for (const h of held.values()) h.dir.explain(err);
+  return err;
+}
