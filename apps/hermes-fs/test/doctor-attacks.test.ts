@@ -129,6 +129,8 @@ describeNeeds(['root', 'linux', 'useradd'], 'doctor --fix as root against a memb
     );
     expect(r.status, r.stderr).toBe(2);
     expect(`${r.stdout}${r.stderr}`).toContain('filesystem root');
+    // The --json error document names the refusal and the path (schema/error.schema.json).
+    expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'EDANGEROUS_HOME', path: '/' } });
     expect(fs.statSync('/').mode).toBe(rootMode);
   });
 

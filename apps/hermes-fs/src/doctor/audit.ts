@@ -421,7 +421,7 @@ function treeEvidence(home: string): { evidence: string[]; homeStat: fs.Stats; r
       // links are judged by the audit
     },
   });
-  if (homeStat === undefined) throw new CliError(`cannot audit ${home}: it could not be read`);
+  if (homeStat === undefined) throw new CliError(`cannot audit ${home}: it could not be read`, { code: 'EUNREADABLE', path: home, hint: 'run as the home\'s owner or as root', exitCode: EXIT.error });
   return { evidence, homeStat, realHome: r.realPath };
 }
 
@@ -564,10 +564,10 @@ function checkHome(home: string, env: HermesEnvironment, findings: Finding[]): v
     checkHomeChainSync(home, env);
   } catch (err) {
     if (!(err instanceof FsPolicyError)) throw err;
-    if (err.code === 'EDANGEROUS_HOME') throw new CliError(err.message, { hint: 'pass the Hermes home with --home DIR, never /', exitCode: EXIT.error });
-    if (err.code === 'ENOENT') throw new CliError(`cannot audit ${home}: it does not exist`, { hint: 'pass the home with --home DIR or set HERMES_HOME', exitCode: EXIT.error });
+    if (err.code === 'EDANGEROUS_HOME') throw new CliError(err.message, { code: err.code, path: home, hint: 'pass the Hermes home with --home DIR, never /', exitCode: EXIT.error });
+    if (err.code === 'ENOENT') throw new CliError(`cannot audit ${home}: it does not exist`, { code: 'ENOENT', path: home, hint: 'pass the home with --home DIR or set HERMES_HOME', exitCode: EXIT.error });
     if (err.code !== 'EUNSAFE_PATH' && err.code !== 'EFOREIGN_OWNER') {
-      throw new CliError(`cannot audit ${home}: ${err.message}`, { hint: err.hint, exitCode: EXIT.error, cause: err });
+      throw new CliError(`cannot audit ${home}: ${err.message}`, { code: err.code, path: err.path, hint: err.hint, exitCode: EXIT.error, cause: err });
     }
     findings.push({
       type: 'unsafe-path',
@@ -586,7 +586,7 @@ function unusableHome(home: string, err: unknown): CliError {
   if (err instanceof CliError) return err;
   const code = err instanceof FsPolicyError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'EUNKNOWN');
   const why = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'not a directory' : code;
-  return new CliError(`cannot audit ${home}: ${why}`, { hint: 'pass the home with --home DIR or set HERMES_HOME', exitCode: EXIT.error, cause: err });
+  return new CliError(`cannot audit ${home}: ${why}`, { code, path: home, hint: 'pass the home with --home DIR or set HERMES_HOME', exitCode: EXIT.error, cause: err });
 }
 
 /** The installed tmpfiles configuration's word on the home (exit 2 when it cannot be read or says nothing about it). */
@@ -597,11 +597,13 @@ function readTmpfiles(file: string, home: string): { managed: boolean; system: s
     text = readRegularFileSync(file, { follow: true, maxBytes: 1 << 20 }).data.toString('utf8');
   } catch (err) {
     const why = err instanceof FsPolicyError ? err.toLine() : err instanceof Error ? err.message : String(err);
-    throw new CliError(`cannot read --tmpfiles ${file}: ${why}`, { hint: 'pass the installed configuration, e.g. /etc/tmpfiles.d/hermes.conf', exitCode: EXIT.error, cause: err });
+    throw new CliError(`cannot read --tmpfiles ${file}: ${why}`, { code: err instanceof FsPolicyError ? err.code : ((err as NodeJS.ErrnoException).code ?? 'EUNKNOWN'), path: file, hint: 'pass the installed configuration, e.g. /etc/tmpfiles.d/hermes.conf', exitCode: EXIT.error, cause: err });
   }
   const evidence = tmpfilesEvidence(text, home);
   if ('problem' in evidence) {
     throw new CliError(`--tmpfiles ${file} is no evidence for ${home}: ${evidence.problem}`, {
+      code: 'EUSAGE',
+      path: file,
       hint: 'pass the configuration that provisions this home, or --managed/--unmanaged',
       exitCode: EXIT.error,
     });
