@@ -11,8 +11,10 @@ const held = new Map<string, { dir: HeldDirectory; users: number }>();
 
 /**
  * Holds `dir` (the spool) until the returned release is called; nested holds share one descriptor. Returns
- * undefined when the directory does not exist; throws the typed FsPolicyError when it cannot be held safely
- * (a link leading out of the home, EACCES, …).
+ * undefined when the directory does not exist: the caller then has nothing to act on and must not touch the
+ * spool by path (a group member may put a link there a moment later, and {@link sys} would not redirect the
+ * calls). Throws the typed FsPolicyError when it cannot be held safely (a link leading out of the home,
+ * EACCES, …).
  */
 export function holdSpool(dir: string, env: HermesEnvironment): (() => void) | undefined {
   const key = path.resolve(dir);

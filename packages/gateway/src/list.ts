@@ -391,11 +391,13 @@ export function scanSpool(options: string | ScanSpoolOptions = {}): Generator<Sp
   const { dir } = loc;
   // Held for the generator's life: every entry is read relative to the spool's descriptor.
   const release = holdSpool(dir, loc.env);
+  // No spool directory: nothing to list, and nothing is read by path (a link may take its place).
+  if (release === undefined) return scan(dir, undefined, opts, undefined);
   let handle: fs.Dir | undefined;
   try {
     handle = fs.opendirSync(sys(dir), { bufferSize: 1024 });
   } catch (err) {
-    release?.();
+    release();
     if (codeOf(err) !== 'ENOENT') throw explain(err);
   }
   return scan(dir, handle, opts, release);

@@ -258,16 +258,23 @@ class Pass {
       this.#logSummary();
       return this.report;
     }
+    if (release === undefined) {
+      // No spool directory: nothing to recover. Nothing is done by path either — a link a group member puts
+      // in its place a moment later would lead every call elsewhere.
+      const home = this.#loc.home;
+      if (isProfileHome(home) && !fs.existsSync(home)) this.error(home, 'EPROFILE_MISSING', `named profile home does not exist: ${home}`);
+      return this.#finish();
+    }
     try {
       return this.#runHeld();
     } finally {
-      release?.();
+      release();
     }
   }
 
   #runHeld(): RecoveryReport {
     const salvage = this.#options.salvage ?? true;
-    if (salvage !== false && fs.existsSync(this.#loc.dir)) {
+    if (salvage !== false) {
       const r = salvageTemps({
         home: this.#loc.home,
         env: this.#loc.env,
@@ -279,6 +286,10 @@ class Pass {
     }
     this.#list();
     this.#settleRemovals(true);
+    return this.#finish();
+  }
+
+  #finish(): RecoveryReport {
     // The pass is over, whatever it could do: the last call is (total, total).
     this.#done = this.#total;
     this.#progress();
@@ -287,11 +298,7 @@ class Pass {
   }
 
   #list(): void {
-    const { home, dir } = this.#loc;
-    if (!fs.existsSync(home)) {
-      if (isProfileHome(home)) this.error(home, 'EPROFILE_MISSING', `named profile home does not exist: ${home}`);
-      return;
-    }
+    const { dir } = this.#loc;
     // First pass, in directory order, streamed: read each `*.json` file and keep only its name and ordering
     // key (and, while a budget lasts, its text) in compact form. Files that cannot be replayed whatever their
     // order are settled here.

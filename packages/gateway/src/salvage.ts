@@ -184,10 +184,12 @@ class Salvage {
       this.#error(this.#loc.dir, err, `cannot use ${this.#loc.dir}`);
       return this.report;
     }
+    // No spool directory: nothing to salvage, and nothing is done by path (a link may take its place).
+    if (release === undefined) return this.report;
     try {
       return this.#runHeld();
     } finally {
-      release?.();
+      release();
     }
   }
 

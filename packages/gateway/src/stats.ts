@@ -102,7 +102,12 @@ function older(age: SpoolAge, mtime: number, ageMs: number): void {
 export function spoolStats(options: string | SpoolStatsOptions = {}): SpoolStats {
   const opts: SpoolStatsOptions = typeof options === 'string' ? { home: options } : options;
   const loc = spoolLocation(opts);
-  return heldOr(loc, () => spoolStatsHeld(opts, loc.dir), (code) => ({ ...emptyStats(loc.dir), exists: true, errors: [{ path: loc.dir, code }] }));
+  return heldOr(
+    loc,
+    () => spoolStatsHeld(opts, loc.dir),
+    () => emptyStats(loc.dir),
+    (code) => ({ ...emptyStats(loc.dir), exists: true, errors: [{ path: loc.dir, code }] }),
+  );
 }
 
 function emptyStats(dir: string): SpoolStats {
@@ -126,20 +131,22 @@ function emptyStats(dir: string): SpoolStats {
 }
 
 /**
- * Runs `fn` with the spool held (every call on an entry relative to its descriptor); `failed(code)` when it
- * cannot be held safely (e.g. `ESYMLINK_ESCAPE`: pending_messages/ is a link leading out of the home).
+ * Runs `fn` with the spool held (every call on an entry relative to its descriptor); `absent()` when the spool
+ * does not exist (nothing is done by path: a link may take its place), `failed(code)` when it cannot be held
+ * safely (e.g. `ESYMLINK_ESCAPE`: pending_messages/ is a link leading out of the home).
  */
-function heldOr<T>(loc: { dir: string; env: HermesEnvironment }, fn: () => T, failed: (code: string) => T): T {
+function heldOr<T>(loc: { dir: string; env: HermesEnvironment }, fn: () => T, absent: () => T, failed: (code: string) => T): T {
   let release: (() => void) | undefined;
   try {
     release = holdSpool(loc.dir, loc.env);
   } catch (err) {
     return failed(codeOf(err));
   }
+  if (release === undefined) return absent();
   try {
     return fn();
   } finally {
-    release?.();
+    release();
   }
 }
 
@@ -260,6 +267,7 @@ export function prune(options: PruneOptions): PruneReport {
   return heldOr(
     loc,
     () => pruneHeld(options, report, { dryRun, include, now, limitMs, logger }),
+    () => report,
     (code) => ({ ...report, errors: [{ path: dir, code }] }),
   );
 }
