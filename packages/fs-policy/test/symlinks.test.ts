@@ -31,6 +31,35 @@ describe('symlinks', () => {
     expect(modeOf(real)).toBe('0644');
   });
 
+  it('a directory link replaced between the open that met it and its readlink: the walk looks again, no EINVAL', async () => {
+    const env = tempEnv();
+    fs.mkdirSync(path.join(env.home, 'real-logs'), { mode: 0o700 });
+    const link = path.join(env.home, 'logs');
+    fs.symlinkSync('real-logs', link);
+    const { setFaultHook } = await import('../src/internal/io.js');
+    const seen: string[] = [];
+    setFaultHook((req) => {
+      if (req.op === 'readlink' && req.path === link) {
+        seen.push(req.path);
+        // What a group member's swap loop does at this moment: the link becomes a real directory.
+        if (seen.length === 1) {
+          fs.unlinkSync(link);
+          fs.mkdirSync(link, { mode: 0o700 });
+        }
+      }
+      return undefined;
+    });
+    try {
+      privateAppendSync(path.join(link, 'a.log'), 'line\n', { kind: 'logs', env });
+    } finally {
+      setFaultHook(undefined);
+    }
+    expect(seen).toEqual([link]);
+    expect(fs.lstatSync(link).isDirectory()).toBe(true);
+    expect(fs.readFileSync(path.join(link, 'a.log'), 'utf8')).toBe('line\n');
+    expect(fs.readdirSync(path.join(env.home, 'real-logs'))).toEqual([]);
+  });
+
   it('a link leaving the root is refused and its target untouched', () => {
     const env = tempEnv();
     const outside = path.join(tempRoot(), 'victim.txt');

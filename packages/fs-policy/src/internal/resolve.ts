@@ -263,6 +263,12 @@ export function* walkPlan(root: RootRef, stack: readonly DirRef[], names: readon
       throw new FsPolicyError({ code: 'ELOOP', step: 'resolve', path: display, message: `too many levels of symbolic links at ${display}` });
     }
     const text = yield* readlinkAt(cur, item.name, display);
+    if (text === undefined) {
+      // Replaced or removed between the open that met a link and the readlink: look again.
+      if (++races > MAX_RACE_RETRIES) throw raceError(display);
+      queue.unshift(item);
+      continue;
+    }
     root.real ??= yield* realOf(root);
     const steps = yield* linkSteps(root, display, text);
     if (path.isAbsolute(text)) dirs.splice(1);
@@ -300,8 +306,15 @@ function* danglesOutside(text: string): Plan<boolean> {
   }
 }
 
-function* readlinkAt(dir: DirRef, name: string, display: string): Plan<string> {
-  return yield* op('resolve', display, 'readlink', at(dir, name));
+/** The text of the link `name`; undefined when it is no longer a link (replaced or removed meanwhile). */
+function* readlinkAt(dir: DirRef, name: string, display: string): Plan<string | undefined> {
+  try {
+    return yield* call('resolve', display, 'readlink', at(dir, name));
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'EINVAL' || code === 'ENOENT') return undefined;
+    throw toPolicyError(err, 'resolve', display, `readlink ${display}`);
+  }
 }
 
 /** Creates `name` inside `parent`; undefined when another process won the race for that name. */
