@@ -2,7 +2,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { FsPolicyError } from './errors.js';
 import { type AnchorMode, anchorMode } from './internal/anchor.js';
-import { readRegularFileSync } from './read.js';
+import { readRegularFileIfExistsSync, readRegularFileSync } from './read.js';
 import { MANAGED_INSTALL } from './registry.js';
 import { getLogger } from './logger.js';
 
@@ -85,8 +85,11 @@ export function detectManaged(home: string, env: EnvSource = process.env): Manag
   const marker = path.join(home, MANAGED_INSTALL.marker.name);
   let content: string;
   try {
-    // Never blocks: a FIFO planted as the marker is refused after fstat; a link is not followed.
-    content = readRegularFileSync(marker, { maxBytes: 4096 }).data.toString('utf8');
+    // Never blocks: a FIFO planted as the marker is refused after fstat; a link is not followed. Its absence,
+    // the common case read on every call without an environment, costs one failed open.
+    const file = readRegularFileIfExistsSync(marker, { maxBytes: 4096 });
+    if (file === undefined) return { managed: false, system: null, source: 'none', raw: null };
+    content = file.data.toString('utf8');
   } catch (err) {
     const code = err instanceof FsPolicyError ? err.code : (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { managed: false, system: null, source: 'none', raw: null };

@@ -21,7 +21,10 @@ export interface RegularFile {
 
 const DEFAULT_MAX = 16 * 1024 * 1024;
 
-function* readPlan(file: string, options: ReadRegularOptions): Plan<RegularFile> {
+/** `absent: true`: a missing file (ENOENT, ENOTDIR) is `undefined`, not an error (no error object is built). */
+function readPlan(file: string, options: ReadRegularOptions): Plan<RegularFile>;
+function readPlan(file: string, options: ReadRegularOptions, absent: true): Plan<RegularFile | undefined>;
+function* readPlan(file: string, options: ReadRegularOptions, absent = false): Plan<RegularFile | undefined> {
   const target = path.resolve(file);
   const max = options.maxBytes ?? DEFAULT_MAX;
   // O_NONBLOCK: opening a FIFO never waits for a writer, and fstat refuses it before any read.
@@ -31,6 +34,7 @@ function* readPlan(file: string, options: ReadRegularOptions): Plan<RegularFile>
     fd = yield* call('open', target, 'open', target, flags, 0);
   } catch (err) {
     const code = errnoCode(err);
+    if (absent && (code === 'ENOENT' || code === 'ENOTDIR')) return undefined;
     if (code === 'ELOOP') {
       throw new FsPolicyError({ code: 'ESYMLINK', step: 'open', path: target, message: `${target} is a symbolic link; refusing to read through it`, cause: err });
     }
@@ -80,4 +84,12 @@ export async function readRegularFile(file: string, options: ReadRegularOptions 
 /** Synchronous form of {@link readRegularFile}. */
 export function readRegularFileSync(file: string, options: ReadRegularOptions = {}): RegularFile {
   return runSync(readPlan(file, options));
+}
+
+/**
+ * {@link readRegularFileSync} for a file whose absence is ordinary (a marker): `undefined` when it does not
+ * exist, every other refusal thrown as usual.
+ */
+export function readRegularFileIfExistsSync(file: string, options: ReadRegularOptions = {}): RegularFile | undefined {
+  return runSync(readPlan(file, options, true));
 }
