@@ -1,4 +1,4 @@
-// B1, B1b, B2, B2b: the fs-policy primitives against the syscall floor and the libraries users would pick.
+// B1, B1b, B2, B2-floor, B2b: the fs-policy primitives against the syscall floor and the libraries users would pick.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
@@ -101,6 +101,37 @@ export async function primitiveCases(workRoot, { samples }) {
     ...(await compare({
       ours: { name: 'privateAppendSync', setup: fresh('ours.jsonl'), run: (f) => { for (let i = 0; i < LINES; i++) privateAppendSync(f, line, { kind: 'trajectories', env }); } },
       baseline: appendFileBaseline,
+      samples,
+      ops: LINES,
+    })),
+  });
+  // B2-floor: the same open-per-call append against the least a descriptor-anchored append must do — the
+  // directory opened O_PATH without following a link, the file opened relative to it through /proc/self/fd
+  // (Node has no openat), fstat (refuse a FIFO or a device), write, two closes — inline, no policy code.
+  const O_PATH = 0o10000000;
+  const { O_APPEND, O_NONBLOCK, O_NOFOLLOW, O_DIRECTORY } = fs.constants;
+  results.push({
+    id: 'B2-floor',
+    title: 'append 1 KiB JSONL line x 20,000 (open per call), against the descriptor floor',
+    target: { op: '<=', ratio: 2.0 },
+    unit: 'per line',
+    ...(await compare({
+      ours: { name: 'privateAppendSync', setup: fresh('ours-floor.jsonl'), run: (f) => { for (let i = 0; i < LINES; i++) privateAppendSync(f, line, { kind: 'trajectories', env }); } },
+      baseline: {
+        name: 'descriptor floor (inline syscalls)',
+        setup: fresh('floor.jsonl'),
+        run: (f) => {
+          const name = path.basename(f);
+          for (let i = 0; i < LINES; i++) {
+            const d = fs.openSync(dir2, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+            const fd = fs.openSync(`/proc/self/fd/${d}/${name}`, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOFOLLOW, 0o600);
+            fs.fstatSync(fd);
+            fs.closeSync(d);
+            fs.writeSync(fd, line);
+            fs.closeSync(fd);
+          }
+        },
+      },
       samples,
       ops: LINES,
     })),

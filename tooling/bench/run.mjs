@@ -16,7 +16,7 @@ const quick = args.has('--quick');
 const samples = quick ? 3 : 9;
 const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 
-const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli' };
+const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2-floor': 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli' };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-bench-'));
 const results = [];
 try {
