@@ -155,10 +155,32 @@ export type ArtifactKindName = keyof typeof ARTIFACT_KINDS;
 export type KindRef = ArtifactKindName | ArtifactKind;
 
 export function getKind(ref: KindRef): ArtifactKind {
-  if (typeof ref !== 'string') return ref;
+  if (typeof ref !== 'string') {
+    if (!isKindShaped(ref)) throw new TypeError(`not an artifact kind: ${kindLabel(ref)} (pass a kind name or an entry of ARTIFACT_KINDS)`);
+    return ref;
+  }
   const kind = (ARTIFACT_KINDS as Record<string, ArtifactKind | undefined>)[ref];
   if (kind === undefined) throw new TypeError(`unknown artifact kind ${JSON.stringify(ref)}`);
   return kind;
+}
+
+const isMode = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0o7777;
+
+/** A caller without types can pass anything: a kind must carry the modes the writers act on, or nothing is created. */
+function isKindShaped(ref: unknown): boolean {
+  if (typeof ref !== 'object' || ref === null) return false;
+  const k = ref as Partial<ArtifactKind>;
+  const file = k.file as Partial<FileRule> | undefined;
+  return typeof k.name === 'string' && typeof k.dir === 'string' && isMode(k.dirMode) && typeof file === 'object' && isMode(file.mode);
+}
+
+function kindLabel(ref: unknown): string {
+  try {
+    const text = JSON.stringify(ref) as string | undefined; // undefined for undefined and functions
+    return text ?? String(ref);
+  } catch {
+    return String(ref); // a cycle, a BigInt
+  }
 }
 
 /** All kinds, in registry order. */

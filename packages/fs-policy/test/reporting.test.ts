@@ -67,6 +67,17 @@ describe('errors and logging', () => {
     }
   });
 
+  it('a kind that is neither a name nor a registry entry is refused before anything is created', () => {
+    const env = tempEnv();
+    const dir = path.join(env.home, 'moa-traces');
+    for (const bad of [{ kind: 'moa-traces' }, { name: 'x', dir: 'x', dirMode: 0o70000, file: { mode: 0o600 } }, null, 42]) {
+      expect(() => secureMkdirSync(dir, bad as never, { env })).toThrow(/^not an artifact kind: /);
+      expect(() => appendJsonLineSync(path.join(dir, 'a.jsonl'), {}, { kind: bad as never, env })).toThrow(/^not an artifact kind: /);
+    }
+    expect(() => secureMkdirSync(dir, 'moa_traces' as never, { env })).toThrow('unknown artifact kind "moa_traces"');
+    expect(fs.existsSync(dir)).toBe(false);
+  });
+
   it('the default logger prints warnings and errors to stderr only; the embedder can replace it', () => {
     setLogger(undefined);
     expect(getLogger()).toBe(stderrLogger);
