@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = path.resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 const registryPackage = path.join(root, 'tooling', 'release-test', 'verdaccio');
+const ROOT_LICENSE = fs.readFileSync(path.join(root, 'LICENSE'), 'utf8'); // each package carries a copy: MIT asks for the text with every copy
 
 const VERSION = '0.1.0';
 const REPOSITORY = 'git+https://github.com/hermes-agent/hermes-persistence.git';
@@ -484,7 +485,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
     }
   });
 
-  it('every tarball carries its CHANGELOG, metadata and schema, no source maps, and real dependency ranges', async () => {
+  it('every tarball carries its CHANGELOG, LICENSE, metadata and schema, no source maps, and real dependency ranges', async () => {
     for (const [name, dir] of PUBLISHED) {
       const manifest = parse(await http('GET', `${registryUrl}${name.replace('/', '%2f')}/${VERSION}`)) as { dist: { tarball: string } };
       const tgz = path.join(work, `${name.replace('/', '-')}.tgz`);
@@ -495,6 +496,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
       const files = walk(path.join(unpacked, 'package'));
       expect(files, name).toContain('CHANGELOG.md');
       expect(files, name).toContain('README.md');
+      expect(fs.readFileSync(path.join(unpacked, 'package', 'LICENSE'), 'utf8'), `${name}/LICENSE`).toBe(ROOT_LICENSE);
       expect(files, name).toContain('dist/index.js');
       expect(files, name).toContain('dist/index.d.ts');
       expect(files.filter((f) => f.endsWith('.map') || f.startsWith('src/') || f.startsWith('test/')), name).toEqual([]);
