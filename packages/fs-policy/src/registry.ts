@@ -171,7 +171,7 @@ function isKindShaped(ref: unknown): boolean {
   if (typeof ref !== 'object' || ref === null) return false;
   const k = ref as Partial<ArtifactKind>;
   const file = k.file as Partial<FileRule> | undefined;
-  return typeof k.name === 'string' && typeof k.dir === 'string' && isMode(k.dirMode) && typeof file === 'object' && isMode(file.mode);
+  return typeof k.name === 'string' && (k.dir === null || typeof k.dir === 'string') && isMode(k.dirMode) && typeof file === 'object' && isMode(file.mode);
 }
 
 function kindLabel(ref: unknown): string {

@@ -78,6 +78,23 @@ describe('errors and logging', () => {
     expect(fs.existsSync(dir)).toBe(false);
   });
 
+  it('a caller-defined kind with no home directory (dir: null) is accepted and its mode applied', () => {
+    const env = tempEnv();
+    const dir = path.join(env.home, 'custom');
+    const custom = {
+      name: 'custom-2770',
+      description: 'a caller-defined kind',
+      dir: null,
+      dirMode: 0o2770,
+      honoursHomeMode: false,
+      requiredWhenManaged: false,
+      ownership: false,
+      file: { mode: 0o600, managedMode: 0o600, managedMaxMode: 0o600, retighten: false, ceiling: 0o600, managedCeiling: 0o600, secret: false },
+    };
+    expect(secureMkdirSync(dir, custom, { env, root: env.home }).mode).toBe(0o2770);
+    expect(fs.statSync(dir).mode & 0o7777).toBe(0o2770);
+  });
+
   it('the default logger prints warnings and errors to stderr only; the embedder can replace it', () => {
     setLogger(undefined);
     expect(getLogger()).toBe(stderrLogger);
