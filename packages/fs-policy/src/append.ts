@@ -67,14 +67,14 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
     const name = path.basename(target);
     checkName(name, target);
     let created = false;
-    let fd = yield* openExisting(dir, name, target, true);
+    let fd = yield* openExisting(dir, name, target);
     if (fd === undefined) {
       try {
         fd = yield* call('open', target, 'open', at(dir, name), O.WRONLY | O.APPEND | O.CREAT | O.EXCL | O.NOFOLLOW | O.NONBLOCK, mode);
         created = true;
       } catch (err) {
         if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `open ${target} for append`);
-        fd = yield* openExisting(dir, name, target, false); // another writer created it first
+        fd = yield* openExisting(dir, name, target); // another writer created it first (and may have removed it again)
       }
     }
     if (fd === undefined) {
@@ -111,13 +111,13 @@ function* openAppendPlan(file: string, options: AppendOptions, env: HermesEnviro
   }
 }
 
-/** Opens an existing file for append; undefined when it does not exist (and `missingOk`). */
-function* openExisting(dir: DirRef, name: string, target: string, missingOk: boolean): Plan<number | undefined> {
+/** Opens an existing file for append; undefined when it does not exist. */
+function* openExisting(dir: DirRef, name: string, target: string): Plan<number | undefined> {
   try {
     return yield* call('open', target, 'open', at(dir, name), EXISTING_FLAGS, 0);
   } catch (err) {
     const code = errnoCode(err);
-    if (code === 'ENOENT' && missingOk) return undefined;
+    if (code === 'ENOENT') return undefined;
     if (code === 'ELOOP') {
       throw new FsPolicyError({
         code: 'ESYMLINK',

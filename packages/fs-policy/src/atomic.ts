@@ -327,7 +327,7 @@ function* rollbackPlan(
     code: e.code,
     step: 'fsync-dir',
     path: dir.path,
-    message: `${e.message}; ${state}${leftovers.length > 0 ? `; left behind: ${leftovers.join(', ')}` : ''}`,
+    message: `${e.detail}; ${state}${leftovers.length > 0 ? `; left behind: ${leftovers.join(', ')}` : ''}`,
     ...(e.errno === undefined ? {} : { errno: e.errno }),
     committed,
     cause: err,

@@ -67,6 +67,8 @@ export class FsPolicyError extends Error {
   readonly uid: number;
   readonly gid: number;
   readonly committed: boolean;
+  /** What happened, in words, without the `[code at step: path]` suffix that `message` carries. */
+  readonly detail: string;
 
   constructor(init: FsPolicyErrorInit) {
     super(`${init.message} [${init.code} at ${init.step}: ${init.path}]`, { cause: init.cause });
@@ -77,6 +79,7 @@ export class FsPolicyError extends Error {
     this.uid = currentUid();
     this.gid = currentGid();
     this.committed = init.committed ?? false;
+    this.detail = init.message;
     this.hint = init.hint ?? hintFor(init.code, init.path, this.uid, this.gid);
   }
 
