@@ -183,8 +183,8 @@ function* commitPlan(
   const tmpName = tempNameFor(name, 'tmp');
   const tmp = path.join(dir.path, tmpName);
   let fd: number | undefined;
+  // True while the temp name exists: it is removed on every failure (once committed, it no longer exists).
   let tmpExists = false;
-  let committed = false;
   try {
     try {
       fd = yield* call('open', real, 'open', at(dir, tmpName), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
@@ -221,7 +221,6 @@ function* commitPlan(
     let backup: string | undefined;
     if (!overwrite) {
       yield* op('link', real, 'link', at(dir, tmpName), at(dir, name));
-      committed = true;
       yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName));
       tmpExists = false;
     } else {
@@ -232,7 +231,7 @@ function* commitPlan(
           yield* call('link', path.join(dir.path, bak), 'link', at(dir, name), at(dir, bak));
           backup = bak;
         } catch {
-          backup = undefined; // no hard links here (e.g. FAT): the write stays atomic, only rollback is lost
+          // No hard links here (e.g. FAT): the write stays atomic, only the rollback copy is lost.
         }
       }
       try {
@@ -242,14 +241,12 @@ function* commitPlan(
         throw err;
       }
       tmpExists = false;
-      committed = true;
     }
 
     if (durable === 'file+dir') {
       try {
         yield* fsyncDir(dir);
       } catch (err) {
-        committed = false;
         throw yield* rollbackPlan(err, dir, name, real, mine, backup, existing !== undefined, warnings);
       }
     }
@@ -257,7 +254,6 @@ function* commitPlan(
     if (after !== undefined) {
       // Moved out while committing: leave that directory as it was moved (previous version back, or our file
       // removed), and report the write as failed.
-      committed = false;
       if (backup !== undefined) yield* bestEffort(warnings, 'rename', real, 'rename', at(dir, backup), at(dir, name));
       else if (existing === undefined || !overwrite) yield* bestEffort(warnings, 'unlink', real, 'unlink', at(dir, name));
       throw movedOutError(dir, after, 'write');
@@ -266,7 +262,7 @@ function* commitPlan(
     return warnings;
   } finally {
     if (fd !== undefined) yield* bestEffort(warnings, 'close', tmp, 'close', fd);
-    if (tmpExists && !committed) yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName));
+    if (tmpExists) yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName));
   }
 }
 
@@ -290,7 +286,7 @@ function* rollbackPlan(
   try {
     now = yield* lstatAt(dir, name, real);
   } catch {
-    now = undefined;
+    // Cannot be looked at: treated as not ours (nothing is touched).
   }
   const stillMine = now !== undefined && now.dev === mine?.dev && now.ino === mine.ino;
   let state: string;

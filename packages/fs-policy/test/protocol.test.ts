@@ -18,8 +18,11 @@ import {
   appendJsonLineSync,
   atomicWrite,
   atomicWriteJson,
+  atomicWriteJsonSync,
   atomicWriteSync,
   FsPolicyError,
+  fsyncDirectory,
+  fsyncDirectorySync,
   loadEnvironment,
   openAppendHandle,
   openAppendHandleSync,
@@ -1109,6 +1112,15 @@ describeNeeds(['root'], 'ownership when root writes (root only)', () => {
     expect(fs.statSync(path.join(dir, 'w.json')).uid).toBe(0);
   });
 
+  it('a chown that succeeds logs nothing', () => {
+    const { env, dir } = rootEnv({ HERMES_UID: String(OTHER) });
+    const lines: string[] = [];
+    setLogger({ debug: () => undefined, info: () => undefined, warn: (m) => lines.push(m), error: (m) => lines.push(m) });
+    expect(atomicWriteSync(path.join(dir, 'w.json'), 'x', { kind: 'sessions', env }).warnings).toEqual([]);
+    expect(fs.statSync(path.join(dir, 'w.json')).uid).toBe(OTHER);
+    expect(lines).toEqual([]);
+  });
+
   it('as root, appending to an existing file owned by the home owner is allowed; by a stranger, refused', () => {
     const { env, dir } = rootEnv({});
     const a = path.join(dir, 'a.jsonl');
@@ -1142,5 +1154,274 @@ describe('bad data is refused before any I/O, naming what was passed', () => {
       });
     }
     expect(fs.existsSync(path.dirname(file))).toBe(false);
+  });
+});
+
+describe('the paths a second look found unpinned', () => {
+  it('an absolute link out of the home: ESYMLINK_ESCAPE naming the link and where it leads', () => {
+    const { env, dir, file } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const outside = path.join(path.dirname(env.home), 'outside.json');
+    fs.symlinkSync(outside, file);
+    expect(shape(() => atomicWriteSync(file, 'x', { kind: 'sessions', env }))).toEqual({
+      code: 'ESYMLINK_ESCAPE',
+      step: 'resolve',
+      path: file,
+      message: `${file} -> ${outside} leads outside ${env.home}; refusing to write through it`,
+    });
+    expect(fs.existsSync(outside)).toBe(false);
+  });
+
+  it('a link that cannot be read is reported at the resolve step', () => {
+    const { env, dir, file } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    fs.symlinkSync('x.json', file);
+    setFaultHook((r) => {
+      if (r.op === 'readlink' && r.path === file) throw errno('EIO', -5);
+      return undefined;
+    });
+    const e = caught(() => atomicWriteSync(file, 'x', { kind: 'sessions', env }));
+    expect({ code: e.code, step: e.step, path: e.path, detail: e.detail }).toEqual({ code: 'EIO', step: 'resolve', path: file, detail: `readlink ${file} failed: EIO: injected` });
+  });
+
+  it('a link through a regular file is ENOTDIR, not a dangling link', () => {
+    const { env, dir, file } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    fs.writeFileSync(path.join(dir, 'plain'), 'p', { mode: 0o600 });
+    fs.symlinkSync('plain/x.json', file);
+    const e = caught(() => atomicWriteSync(file, 'x', { kind: 'sessions', env }));
+    expect(e.code).toBe('ENOTDIR');
+    expect(ls(dir)).toEqual(['plain', 's.json']);
+  });
+
+  it('createParents: false creates no directory (atomic write and append)', () => {
+    const { env, dir, file } = sessions();
+    expect(caught(() => atomicWriteSync(file, 'x', { kind: 'sessions', env, createParents: false })).code).toBe('ENOENT');
+    expect(caught(() => privateAppendSync(`${file}l`, 'x\n', { kind: 'sessions', env, createParents: false })).code).toBe('ENOENT');
+    expect(fs.existsSync(dir)).toBe(false);
+    expect(atomicWriteSync(file, 'x', { kind: 'sessions', env }).createdDirs).toEqual([dir]);
+  });
+
+  describe('a directory moved out of a shared home (2770) while a write is under way', () => {
+    function shared(): { env: ReturnType<typeof tempEnv>; dir: string; file: string; away: string } {
+      const env = tempEnv({ homeMode: '2770' });
+      fs.chmodSync(env.home, 0o2770);
+      const dir = path.join(env.home, 'sessions');
+      return { env, dir, file: path.join(dir, 's.json'), away: path.join(path.dirname(env.home), 'away') };
+    }
+
+    it('before the commit: ERACE, nothing left in the moved directory', () => {
+      const { env, dir, file, away } = shared();
+      atomicWriteSync(path.join(dir, 'other'), 'o', { kind: 'sessions', env });
+      setFaultHook((r) => {
+        if (r.op === 'close' && r.step === 'close') fs.renameSync(dir, away);
+        return undefined;
+      });
+      expect(shape(() => atomicWriteSync(file, 'x', { kind: 'sessions', env }))).toEqual({
+        code: 'ERACE',
+        step: 'resolve',
+        path: dir,
+        message: `${dir} was moved out of the home (to ${away}) by another process during the write; nothing was left there`,
+      });
+      expect(ls(away)).toEqual(['other']);
+    });
+
+    it('after the commit: a new file is removed again, a replaced one gets its previous version back', () => {
+      for (const existed of [false, true]) {
+        const { env, dir, file, away } = shared();
+        atomicWriteSync(existed ? file : path.join(dir, 'other'), 'old', { kind: 'sessions', env });
+        setFaultHook((r) => {
+          if (r.op === 'fsync' && r.step === 'fsync-dir') fs.renameSync(dir, away);
+          return undefined;
+        });
+        const e = caught(() => atomicWriteSync(file, 'new', { kind: 'sessions', env }));
+        setFaultHook(undefined);
+        expect([e.code, e.step, e.detail]).toEqual(['ERACE', 'resolve', `${dir} was moved out of the home (to ${away}) by another process during the write; nothing was left there`]);
+        if (existed) {
+          expect(ls(away)).toEqual(['s.json']);
+          expect(fs.readFileSync(path.join(away, 's.json'), 'utf8')).toBe('old');
+        } else {
+          expect(ls(away)).toEqual(['other']);
+        }
+      }
+    });
+
+    it('overwrite: false after the commit: the linked file is removed again', () => {
+      const { env, dir, file, away } = shared();
+      atomicWriteSync(path.join(dir, 'other'), 'old', { kind: 'sessions', env });
+      setFaultHook((r) => {
+        if (r.op === 'fsync' && r.step === 'fsync-dir') fs.renameSync(dir, away);
+        return undefined;
+      });
+      expect(caught(() => atomicWriteSync(file, 'new', { kind: 'sessions', env, overwrite: false })).code).toBe('ERACE');
+      setFaultHook(undefined);
+      expect(ls(away)).toEqual(['other']);
+    });
+
+    it('an append whose directory moves while it opens: ERACE, the file it created removed again', () => {
+      const { env, dir, away } = shared();
+      atomicWriteSync(path.join(dir, 'other'), 'o', { kind: 'sessions', env });
+      const file = path.join(dir, 'a.jsonl');
+      setFaultHook((r) => {
+        if (r.op === 'fchmod' && r.path === file) fs.renameSync(dir, away);
+        return undefined;
+      });
+      expect(shape(() => privateAppendSync(file, 'x\n', { kind: 'sessions', env }))).toEqual({
+        code: 'ERACE',
+        step: 'resolve',
+        path: dir,
+        message: `${dir} was moved out of the home (to ${away}) by another process during the open; nothing was left there`,
+      });
+      expect(ls(away)).toEqual(['other']);
+    });
+
+    it('an append whose file was moved out after the write: ERACE at the write step', () => {
+      const { env, dir } = shared();
+      const file = path.join(dir, 'a.jsonl');
+      privateAppendSync(file, 'a\n', { kind: 'sessions', env });
+      const h = openAppendHandleSync(file, { kind: 'sessions', env });
+      const elsewhere = path.join(path.dirname(env.home), 'moved.jsonl');
+      fs.renameSync(file, elsewhere);
+      expect(shape(() => h.appendSync('b\n'))).toEqual({
+        code: 'ERACE',
+        step: 'write',
+        path: file,
+        message: `${file} was moved out of the home (it is now ${elsewhere}) by another process; the record was appended there, not in the home`,
+      });
+      setFaultHook((r) => {
+        if (r.op === 'readlink') throw errno('EIO', -5);
+        return undefined;
+      });
+      expect(caught(() => h.appendSync('c\n')).step).toBe('write');
+      setFaultHook(undefined);
+      h.closeSync();
+    });
+  });
+
+  it('a rollback that finds the target gone (or unreadable) touches nothing and says so', () => {
+    for (const how of ['removed', 'unreadable'] as const) {
+      for (const existed of [true, false]) {
+        const { env, dir, file } = sessions();
+        atomicWriteSync(existed ? file : path.join(dir, 'other'), 'old', { kind: 'sessions', env });
+        let failed = false;
+        setFaultHook((r) => {
+          if (r.op === 'fsync' && r.step === 'fsync-dir') {
+            failed = true;
+            if (how === 'removed') fs.rmSync(file);
+            throw errno('EIO', -5);
+          }
+          if (how === 'unreadable' && failed && r.op === 'lstat' && r.path === file) throw errno('EACCES', -13);
+          return undefined;
+        });
+        const e = caught(() => atomicWriteSync(file, 'new', { kind: 'sessions', env }));
+        setFaultHook(undefined);
+        expect([e.code, e.committed, e.detail], `${how} ${String(existed)}`).toEqual([
+          'EIO',
+          false,
+          `fsync ${dir} failed: EIO: injected; ${file} was replaced by another writer meanwhile; it is left as that writer made it`,
+        ]);
+        expect(ls(dir).filter((n) => n.endsWith('.bak') || n.endsWith('.tmp'))).toEqual([]);
+      }
+    }
+  });
+
+  it('values JSON cannot hold are ESERIALIZE with the reason, before any I/O', () => {
+    const { env, file } = sessions();
+    const hostile = {
+      toJSON(): never {
+        throw new Error('no JSON for me');
+      },
+    };
+    expect(shape(() => atomicWriteJsonSync(file, hostile, { kind: 'sessions', env }))).toEqual({
+      code: 'ESERIALIZE',
+      step: 'serialize',
+      path: file,
+      message: `cannot serialise value for ${file}: no JSON for me`,
+    });
+    for (const [value, what] of [
+      [undefined, 'undefined'],
+      [() => 1, 'function'],
+      [Symbol('s'), 'symbol'],
+    ] as const) {
+      expect(shape(() => atomicWriteJsonSync(file, value, { kind: 'sessions', env })).message).toBe(`cannot serialise value for ${file}: JSON has no representation for ${what}`);
+    }
+    expect(shape(() => atomicWriteJsonSync(file, 10n, { kind: 'sessions', env })).message).toBe(`cannot serialise value for ${file}: Do not know how to serialize a BigInt`);
+    expect(fs.existsSync(path.dirname(file))).toBe(false);
+    expect(atomicWriteJsonSync(file, [1], { kind: 'sessions', env, indent: 0 }).bytes).toBe(4);
+    expect(fs.readFileSync(file, 'utf8')).toBe('[1]\n');
+  });
+
+  it('fsyncDirectory: open, fsync, close of the directory; a missing one is an error at the fsync-dir step', async () => {
+    const { env, dir } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    expect(traced(env.home, () => { fsyncDirectorySync(dir); })).toEqual(['open fsync-dir sessions', 'fsync fsync-dir sessions', 'close close sessions']);
+    expect(await tracedAsync(env.home, () => fsyncDirectory(dir))).toEqual(['open fsync-dir sessions', 'fsync fsync-dir sessions', 'close close sessions']);
+    const missing = path.join(dir, 'gone');
+    const e = caught(() => {
+      fsyncDirectorySync(missing);
+    });
+    expect([e.code, e.step, e.path]).toEqual(['ENOENT', 'fsync-dir', missing]);
+    setFaultHook((r) => {
+      if (r.op === 'fsync') throw errno('EIO', -5);
+      return undefined;
+    });
+    const f = caught(() => {
+      fsyncDirectorySync(dir);
+    });
+    expect([f.code, f.step, f.detail]).toEqual(['EIO', 'fsync-dir', `fsync ${dir} failed: EIO: injected`]);
+  });
+
+  it('an append whose fstat fails is an error at the open step, and the descriptor is closed', () => {
+    const { env, dir } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const file = path.join(dir, 'a.jsonl');
+    const closes: string[] = [];
+    setFaultHook((r) => {
+      if (r.op === 'fstat' && r.path === file) throw errno('EIO', -5);
+      if (r.op === 'close' && r.path === file) closes.push(r.step);
+      return undefined;
+    });
+    const e = caught(() => privateAppendSync(file, 'x\n', { kind: 'sessions', env }));
+    expect([e.code, e.step, e.detail]).toEqual(['EIO', 'open', `fstat ${file} failed: EIO: injected`]);
+    expect(closes).toEqual(['close']);
+  });
+
+  it("a torn record's terminating newline is written at the write step; its failure is the cause", () => {
+    const { env, dir } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const file = path.join(dir, 'a.jsonl');
+    const h = openAppendHandleSync(file, { kind: 'sessions', env });
+    const steps: string[] = [];
+    setFaultHook((r) => {
+      if (r.op !== 'write') return undefined;
+      steps.push(`${r.step} ${String(r.args[3])}`);
+      if (r.args[3] === 1) throw errno('ENOSPC', -28);
+      fs.writeSync(r.args[0] as number, (r.args[1] as Buffer).subarray(0, 1));
+      return { result: 1 };
+    });
+    const e = caught(() => h.appendSync('abc\n'));
+    setFaultHook(undefined);
+    h.closeSync();
+    expect(steps).toEqual(['write 4', 'write 1']);
+    const cause = e.cause as FsPolicyError;
+    expect([cause.code, cause.step, cause.detail]).toEqual(['ENOSPC', 'write', `append to ${file} failed: ENOSPC: injected`]);
+  });
+
+  it('closeSync in the same turn as async appends: they are written first, and the descriptor is closed exactly once', async () => {
+    const { env, dir } = sessions();
+    fs.mkdirSync(dir, { mode: 0o700 });
+    const file = path.join(dir, 'a.jsonl');
+    const h = await openAppendHandle(file, { kind: 'sessions', env });
+    const closes: string[] = [];
+    setFaultHook((r) => {
+      if (r.op === 'close' && r.path === file) closes.push(r.step);
+      return undefined;
+    });
+    const a = h.append('a\n');
+    h.closeSync();
+    await expect(a).resolves.toBe(2);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(closes).toEqual(['close']);
+    expect(fs.readFileSync(file, 'utf8')).toBe('a\n');
   });
 });
