@@ -110,6 +110,13 @@ function sessions(): { env: ReturnType<typeof tempEnv>; dir: string; file: strin
   return { env, dir, file: path.join(dir, 's.json') };
 }
 
+/** A fresh home with an existing sessions/ directory, and the append target a.jsonl in it. */
+function appendDir(): { env: ReturnType<typeof tempEnv>; dir: string; file: string } {
+  const { env, dir } = sessions();
+  fs.mkdirSync(dir, { mode: 0o700 });
+  return { env, dir, file: path.join(dir, 'a.jsonl') };
+}
+
 const COMMIT_TAIL = ['rename rename sessions/s.json', 'open fsync-dir sessions', 'fsync fsync-dir sessions', 'close release sessions'];
 const TEMP_FILE = ['open open sessions/s.json', 'write write sessions/s.json', 'fchmod fchmod sessions/s.json'];
 
@@ -546,9 +553,7 @@ describe('atomicWrite: a failed directory fsync says what the final state is', (
 
 describe('append: the protocol, request by request', () => {
   it('a new file: an open that finds nothing, an exclusive create, its exact mode; with fsync the name is fsynced too', () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     expect(traced(env.home, () => privateAppendSync(file, 'x\n', { kind: 'sessions', env, fsync: true }))).toEqual([
       'open resolve sessions',
       'open open sessions/a.jsonl',
@@ -566,9 +571,7 @@ describe('append: the protocol, request by request', () => {
   });
 
   it('a new file without fsync: no file or directory fsync', () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     expect(traced(env.home, () => privateAppendSync(file, 'x\n', { kind: 'sessions', env }))).toEqual([
       'open resolve sessions',
       'open open sessions/a.jsonl',
@@ -582,9 +585,7 @@ describe('append: the protocol, request by request', () => {
   });
 
   it('an existing file: one open, checked on the descriptor, never re-moded', () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     fs.writeFileSync(file, 'old\n', { mode: 0o640 });
     fs.chmodSync(file, 0o640);
     expect(traced(env.home, () => privateAppendSync(file, 'x\n', { kind: 'sessions', env, fsync: true }))).toEqual([
@@ -601,9 +602,7 @@ describe('append: the protocol, request by request', () => {
   });
 
   it('the async forms make the same requests', async () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     const sync = traced(env.home, () => appendJsonLineSync(file, { n: 1 }, { kind: 'sessions', env, fsync: true }));
     fs.rmSync(file);
     const lines = await tracedAsync(env.home, () => appendJsonLine(file, { n: 2 }, { kind: 'sessions', env, fsync: true }));
@@ -612,9 +611,7 @@ describe('append: the protocol, request by request', () => {
   });
 
   it('a handle: appends are writes on one descriptor, sync is an fsync, close a close', () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     fs.writeFileSync(file, '', { mode: 0o600 });
     expect(
       traced(env.home, () => {
@@ -644,12 +641,6 @@ describe('append: the protocol, request by request', () => {
 });
 
 describe('append: what is refused, exactly', () => {
-  function appendDir(): { env: ReturnType<typeof tempEnv>; dir: string; file: string } {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    return { env, dir, file: path.join(dir, 'a.jsonl') };
-  }
-
   it('a FIFO (ENXIO without a reader) and the codes a device or socket gives are ENOTREGULAR, without blocking', () => {
     const { env, file } = appendDir();
     execFileSync('mkfifo', [file]);
@@ -805,9 +796,7 @@ describe('append: what is refused, exactly', () => {
 
 describe('append handle: batching, order and closing', () => {
   function handleFile(): { env: ReturnType<typeof tempEnv>; file: string } {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     fs.writeFileSync(file, '', { mode: 0o600 });
     return { env, file };
   }
@@ -1210,13 +1199,22 @@ describe('the paths a second look found unpinned', () => {
       return { env, dir, file: path.join(dir, 's.json'), away: path.join(path.dirname(env.home), 'away') };
     }
 
+    /** At the first request `when` matches, a group member renames `dir` to `away` (the request then runs). */
+    function moveOutWhen(dir: string, away: string, when: (r: Req) => boolean): void {
+      let moved = false;
+      setFaultHook((r) => {
+        if (!moved && when(r)) {
+          moved = true;
+          fs.renameSync(dir, away);
+        }
+        return undefined;
+      });
+    }
+
     it('before the commit: ERACE, nothing left in the moved directory', () => {
       const { env, dir, file, away } = shared();
       atomicWriteSync(path.join(dir, 'other'), 'o', { kind: 'sessions', env });
-      setFaultHook((r) => {
-        if (r.op === 'close' && r.step === 'close') fs.renameSync(dir, away);
-        return undefined;
-      });
+      moveOutWhen(dir, away, (r) => r.op === 'close' && r.step === 'close');
       expect(shape(() => atomicWriteSync(file, 'x', { kind: 'sessions', env }))).toEqual({
         code: 'ERACE',
         step: 'resolve',
@@ -1230,10 +1228,7 @@ describe('the paths a second look found unpinned', () => {
       for (const existed of [false, true]) {
         const { env, dir, file, away } = shared();
         atomicWriteSync(existed ? file : path.join(dir, 'other'), 'old', { kind: 'sessions', env });
-        setFaultHook((r) => {
-          if (r.op === 'fsync' && r.step === 'fsync-dir') fs.renameSync(dir, away);
-          return undefined;
-        });
+        moveOutWhen(dir, away, (r) => r.op === 'fsync' && r.step === 'fsync-dir');
         const e = caught(() => atomicWriteSync(file, 'new', { kind: 'sessions', env }));
         setFaultHook(undefined);
         expect([e.code, e.step, e.detail]).toEqual(['ERACE', 'resolve', `${dir} was moved out of the home (to ${away}) by another process during the write; nothing was left there`]);
@@ -1249,10 +1244,7 @@ describe('the paths a second look found unpinned', () => {
     it('overwrite: false after the commit: the linked file is removed again', () => {
       const { env, dir, file, away } = shared();
       atomicWriteSync(path.join(dir, 'other'), 'old', { kind: 'sessions', env });
-      setFaultHook((r) => {
-        if (r.op === 'fsync' && r.step === 'fsync-dir') fs.renameSync(dir, away);
-        return undefined;
-      });
+      moveOutWhen(dir, away, (r) => r.op === 'fsync' && r.step === 'fsync-dir');
       expect(caught(() => atomicWriteSync(file, 'new', { kind: 'sessions', env, overwrite: false })).code).toBe('ERACE');
       setFaultHook(undefined);
       expect(ls(away)).toEqual(['other']);
@@ -1262,10 +1254,7 @@ describe('the paths a second look found unpinned', () => {
       const { env, dir, away } = shared();
       atomicWriteSync(path.join(dir, 'other'), 'o', { kind: 'sessions', env });
       const file = path.join(dir, 'a.jsonl');
-      setFaultHook((r) => {
-        if (r.op === 'fchmod' && r.path === file) fs.renameSync(dir, away);
-        return undefined;
-      });
+      moveOutWhen(dir, away, (r) => r.op === 'fchmod' && r.path === file);
       expect(shape(() => privateAppendSync(file, 'x\n', { kind: 'sessions', env }))).toEqual({
         code: 'ERACE',
         step: 'resolve',
@@ -1372,9 +1361,7 @@ describe('the paths a second look found unpinned', () => {
   });
 
   it('an append whose fstat fails is an error at the open step, and the descriptor is closed', () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     const closes: string[] = [];
     setFaultHook((r) => {
       if (r.op === 'fstat' && r.path === file) throw errno('EIO', -5);
@@ -1387,9 +1374,7 @@ describe('the paths a second look found unpinned', () => {
   });
 
   it("a torn record's terminating newline is written at the write step; its failure is the cause", () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     const h = openAppendHandleSync(file, { kind: 'sessions', env });
     const steps: string[] = [];
     setFaultHook((r) => {
@@ -1408,9 +1393,7 @@ describe('the paths a second look found unpinned', () => {
   });
 
   it('closeSync in the same turn as async appends: they are written first, and the descriptor is closed exactly once', async () => {
-    const { env, dir } = sessions();
-    fs.mkdirSync(dir, { mode: 0o700 });
-    const file = path.join(dir, 'a.jsonl');
+    const { env, file } = appendDir();
     const h = await openAppendHandle(file, { kind: 'sessions', env });
     const closes: string[] = [];
     setFaultHook((r) => {
