@@ -204,3 +204,64 @@ describe('flush: what is refused, entry by entry (sync and async forms alike)', 
     expect(flushPendingSync({ k: 'x' }, throwing).failed).toHaveLength(1);
   });
 });
+
+describe('flush: the fix a refused entry tells the operator', () => {
+  it('an input refusal names the step and the fix: what to pass instead', () => {
+    const h = home();
+    const message = flushPendingSync({ a: { text: 7 } } as never, { home: h, logger: memoryLogger() }).failed[0];
+    expect([message?.step, message?.hint]).toEqual(['serialize', 'pass a string, or an object with a string `text` (and JSON-serialisable fields).']);
+    const input = flushOverflowSync([['k', ['v']]] as never, { home: h, logger: memoryLogger() }).failed[0];
+    expect([input?.step, input?.hint]).toEqual(['serialize', 'pass a Map or a plain object of session_key → list of messages.']);
+    const history = flushAgentHistorySync('s', 'x' as never, { home: h, logger: memoryLogger() }).failed[0];
+    expect([history?.step, history?.hint]).toEqual(['serialize', 'pass a list of messages (or null).']);
+  });
+});
+
+describe('flush: a message timestamp that is absent, null or not epoch seconds', () => {
+  it('absent or null: no warning, the payload ts is the flush time; milliseconds: one warning, data keeps the value', () => {
+    const h = home();
+    const now = (): number => 1700000900;
+    const quiet = flushPendingSync({ a: { text: 'x' }, b: { text: 'y', timestamp: null } }, { home: h, now });
+    expect(quiet.warnings).toEqual([]);
+    expect(quiet.written.map((w) => [w.sessionKey, w.ts])).toEqual([['a', 1700000900], ['b', 1700000900]]);
+    const loud = flushPendingSync({ c: { text: 'z', timestamp: 1700000000000 } }, { home: h, now });
+    expect(loud.warnings.map((w) => [w.code, w.sessionKey, w.message])).toEqual([
+      [
+        'ETIMESTAMP',
+        'c',
+        "the timestamp of a message for c is not epoch seconds (1700000000000 looks like epoch milliseconds, not seconds); the payload's ts is the flush time and data.timestamp keeps the value as given",
+      ],
+    ]);
+    expect((readJson(loud.written[0]?.path ?? '') as { data: unknown }).data).toEqual({ text: 'z', timestamp: 1700000000000 });
+    const transcript = spoolDroppedTranscriptMessageSync('s', { role: 'user', content: 'c' }, { home: h, now });
+    expect([transcript.warnings, transcript.written.length]).toEqual([[], 1]);
+  });
+});
+
+describe('flush: what counts as a Map or a plain object of sessions', () => {
+  it('a null-prototype object is plain; a class instance, a string and null are refused; a Map key must be a string', () => {
+    const h = home();
+    const bare = Object.create(null) as Record<string, string>;
+    bare.k = 'x';
+    expect(flushPendingSync(bare, { home: h }).written.map((w) => w.sessionKey)).toEqual(['k']);
+    class Sessions {
+      k = 'x';
+    }
+    const expected = 'flushPendingSync takes a Map or a plain object of session_key → message, got ';
+    for (const [input, got] of [
+      [new Sessions(), 'a Sessions'],
+      ['k', 'string "k"'],
+      [null, 'null'],
+    ] as const) {
+      const report = flushPendingSync(input as never, { home: h, logger: memoryLogger() });
+      expect(failedOf(report)).toEqual([['EINVALID_INPUT', 'pending', null, `${expected}${got}; nothing was written`]]);
+      expect(report.written).toEqual([]);
+    }
+    const keyed = flushPendingSync(new Map<unknown, unknown>([[7, 'x'], ['ok', 'y']]) as never, { home: h, logger: memoryLogger() });
+    expect(failedOf(keyed)).toEqual([['EINVALID_MESSAGE', 'pending', '7', 'not a pending message (the session key is number 7, not a string); nothing was written for it']]);
+    expect(keyed.written.map((w) => w.sessionKey)).toEqual(['ok']);
+    const queued = flushOverflowSync(new Map<unknown, unknown>([[7, ['x']], ['ok', ['y']]]) as never, { home: h, logger: memoryLogger() });
+    expect(failedOf(queued)).toEqual([['EINVALID_MESSAGE', 'overflow', '7', 'not a pending message (the session key is number 7, not a string); nothing was written for it']]);
+    expect(queued.written.map((w) => w.sessionKey)).toEqual(['ok']);
+  });
+});
