@@ -358,7 +358,9 @@ class Pass {
       }
       const byReason = new Map<KeptReason, { n: number; first: { path: string; detail: string } }>();
       for (const k of r.kept) {
-        if (k.reason === 'store-error' || k.reason === 'not-removed') continue;
+        // Counted by the store failure's line and the not-removed lines; a file a working store gave no verdict
+        // for has a line of its own.
+        if ((k.reason === 'store-error' && f !== undefined) || k.reason === 'not-removed') continue;
         const g = byReason.get(k.reason);
         if (g === undefined) byReason.set(k.reason, { n: 1, first: k });
         else g.n++;
