@@ -1,0 +1,76 @@
+/**
+ * A flush in flight taken over by a stop event, in this process: what drainAll writes, what a passed deadline
+ * refuses, and the report every caller then shares. (The same with real signals, `process.exit()` and the drain
+ * worker is in stop-contract.test.ts, in child processes.)
+ */
+import * as path from 'node:path';
+import { type Req, setFaultHook } from '@hermes/fs-policy/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type FlushReport, flushPending } from '../src/index.js';
+import { activeJobs, drainAll, drainJob } from '../src/jobs.js';
+import { memoryLogger, names, spoolDir, tempDir } from './helpers.js';
+
+afterEach(() => {
+  setFaultHook(undefined);
+});
+
+const messages = (n: number): Record<string, string> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${String(i).padStart(3, '0')}`, `m${String(i)}`]));
+
+describe('drainAll: a stop event takes over a flush in flight', () => {
+  it('every message is written synchronously; the flush resolves to the same, final report', async () => {
+    const home = path.join(tempDir(), 'home');
+    const logger = memoryLogger();
+    const pending = flushPending(messages(40), { home, logger, concurrency: 4 });
+    const jobs = drainAll('sigterm');
+    expect(jobs).toHaveLength(1);
+    const report = jobs[0]?.report;
+    expect(activeJobs()).toEqual([]);
+    expect(await pending).toBe(report);
+    expect([report?.drained, report?.durable, report?.written.length, report?.failed, report?.skipped]).toEqual(['sigterm', true, 40, [], []]);
+    expect(new Set(report?.written.map((w) => w.sessionKey))).toEqual(new Set(Object.keys(messages(40))));
+    expect(names(spoolDir(home)).filter((n) => n.endsWith('.json'))).toHaveLength(40);
+    expect(names(spoolDir(home)).filter((n) => !n.endsWith('.json'))).toEqual([]);
+    expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([['info', 'flushed 40 pending message(s)', { path: spoolDir(home), durable: true }]]);
+    // Draining a finalized job changes nothing.
+    if (jobs[0] !== undefined) expect(drainJob(jobs[0], 'exit')).toBe(report);
+    expect(report?.drained).toBe('sigterm');
+  });
+
+  it('a deadline already passed before any write: all 40 fail with ETIMEDOUT, one log line for them, nothing on disk', async () => {
+    const home = path.join(tempDir(), 'home');
+    const logger = memoryLogger();
+    const pending = flushPending(messages(40), { home, logger, concurrency: 4 });
+    const [job] = drainAll('budget', Date.now() - 1);
+    const report = job?.report;
+    expect(await pending).toBe(report);
+    expect([report?.drained, report?.written.length, report?.failed.length]).toEqual(['budget', 0, 40]);
+    expect(new Set(report?.failed.map((f) => [f.code, f.step, f.message.split(' [')[0], f.hint].join(' | ')))).toEqual(
+      new Set(["ETIMEDOUT | write | not written: the shutdown budget ran out before this payload's turn | give the shutdown hook a larger budget (budgetMs), or find why the disk is this slow."]),
+    );
+    expect(logger.lines.map((l) => [l.level, l.message.split('. First: ')[0], l.fields?.count])).toEqual([
+      ['error', `40 pending message(s) NOT written: ETIMEDOUT at ${spoolDir(home)}`, 40],
+    ]);
+    await new Promise((r) => setTimeout(r, 100)); // the flush's own writes, had it started any, would have landed
+    expect(names(spoolDir(home))).toEqual([]);
+  });
+
+  it('a deadline passed while four writes are under way: those four are written and reported written, the other 36 fail', async () => {
+    const home = path.join(tempDir(), 'home');
+    let report: FlushReport | undefined;
+    // The moment the flush's first payload write reaches the disk, its four workers each hold a payload under way.
+    setFaultHook((req: Req) => {
+      if (report === undefined && req.op === 'write') {
+        setFaultHook(undefined);
+        report = drainAll('budget', Date.now() - 1)[0]?.report;
+      }
+      return undefined;
+    });
+    const result = await flushPending(messages(40), { home, logger: memoryLogger(), concurrency: 4 });
+    expect(result).toBe(report);
+    expect(result.written.map((w) => w.sessionKey)).toEqual(['k000', 'k001', 'k002', 'k003']);
+    expect(new Set(result.failed.map((f) => f.code))).toEqual(new Set(['ETIMEDOUT']));
+    expect(result.failed.map((f) => f.sessionKey)).toEqual(Object.keys(messages(40)).slice(4));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(names(spoolDir(home))).toEqual(result.written.map((w) => path.basename(w.path)).sort());
+  });
+});
