@@ -6,8 +6,8 @@
 import * as path from 'node:path';
 import { type Req, setFaultHook } from '@hermes/fs-policy/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FlushReport, flushPending } from '../src/index.js';
-import { activeJobs, drainAll, drainJob } from '../src/jobs.js';
+import { type FlushReport, flushPending, flushPendingSync } from '../src/index.js';
+import { activeJobs, drainAll, drainJob, type FailedEntry, failureGroups } from '../src/jobs.js';
 import { memoryLogger, names, spoolDir, tempDir } from './helpers.js';
 
 afterEach(() => {
@@ -72,5 +72,78 @@ describe('drainAll: a stop event takes over a flush in flight', () => {
     expect(result.failed.map((f) => f.sessionKey)).toEqual(Object.keys(messages(40)).slice(4));
     await new Promise((r) => setTimeout(r, 100));
     expect(names(spoolDir(home))).toEqual(result.written.map((w) => path.basename(w.path)).sort());
+  });
+});
+
+describe('failureGroups: one line per cause, at the place they share', () => {
+  const entry = (code: string, p: string): FailedEntry => ({
+    code,
+    path: p,
+    step: 'write',
+    message: `${code} on ${p}`,
+    uid: 1000,
+    gid: 1000,
+    hint: 'h',
+    line: `${code} line for ${p}`,
+    target: p,
+    kind: 'pending',
+    sessionKey: 'k',
+  });
+
+  it('groups by code in order of first appearance, counting each; where is the one path, the common directory, or /', () => {
+    const groups = failureGroups([
+      entry('ENOSPC', '/srv/h/pending_messages/a.json'),
+      entry('EACCES', '/srv/h/pending_messages/b.json'),
+      entry('ENOSPC', '/srv/h/pending_messages/c.json'),
+      entry('ENOSPC', '/srv/h/pending_messages/d.json'),
+      entry('EIO', '/srv/h/pending_messages/e.json'),
+      entry('EIO', '/srv/h/other/f.json'),
+      entry('EROFS', '/srv/x.json'),
+      entry('EROFS', '/var/y.json'),
+      entry('EACCES', '/srv/h/pending_messages/b.json'),
+    ]);
+    expect(groups.map((g) => [g.code, g.count, g.where, g.first.path])).toEqual([
+      ['ENOSPC', 3, '/srv/h/pending_messages', '/srv/h/pending_messages/a.json'],
+      ['EACCES', 2, '/srv/h/pending_messages/b.json', '/srv/h/pending_messages/b.json'],
+      ['EIO', 2, '/srv/h', '/srv/h/pending_messages/e.json'],
+      ['EROFS', 2, '/', '/srv/x.json'],
+    ]);
+    expect(failureGroups([])).toEqual([]);
+  });
+
+  it('the report logs each warning, one error line per failure code (the line itself when it is one), then what was written', () => {
+    const home = path.join(tempDir(), 'home');
+    const logger = memoryLogger();
+    const report = flushPendingSync({ a: { text: 1 }, b: { text: 2 }, c: { text: 'x', timestamp: 1700000000000 }, d: 'ok' } as never, { home, logger, now: () => 1700000500 });
+    const dir = spoolDir(home);
+    const [a, b] = report.failed;
+    const c = report.written[0]?.path;
+    expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([
+      [
+        'warn',
+        "pending flush: the timestamp of a message for c is not epoch seconds (1700000000000 looks like epoch milliseconds, not seconds); the payload's ts is the flush time and data.timestamp keeps the value as given",
+        { path: c, code: 'ETIMESTAMP' },
+      ],
+      [
+        'error',
+        `2 pending message(s) NOT written: EINVALID_MESSAGE at ${dir}. First: ${a?.line ?? ''}`,
+        { path: dir, code: 'EINVALID_MESSAGE', step: 'serialize', uid: a?.uid, gid: a?.gid, count: 2 },
+      ],
+      ['info', 'flushed 2 pending message(s)', { path: dir, durable: true }],
+    ]);
+    expect(a?.line).toBe(`not a pending message (\`text\` is not a string); nothing was written for it [EINVALID_MESSAGE at serialize: ${a?.path ?? ''}] (uid ${String(a?.uid)}, gid ${String(a?.gid)}). Fix: pass a string, or an object with a string \`text\` (and JSON-serialisable fields).`);
+    expect(b?.path).not.toBe(a?.path);
+    const one = memoryLogger();
+    const single = flushPendingSync({ z: { text: 1 } } as never, { home, logger: one });
+    expect(one.lines.map((l) => [l.level, l.message])).toEqual([['error', `1 pending message(s) NOT written: ${single.failed[0]?.line ?? ''}`]]);
+  });
+
+  it('a logger that throws changes nothing about the report', () => {
+    const home = path.join(tempDir(), 'home');
+    const boom = (): never => {
+      throw new Error('logger down');
+    };
+    const report = flushPendingSync({ a: { text: 1 }, b: 'ok' } as never, { home, logger: { debug: boom, info: boom, warn: boom, error: boom } });
+    expect([report.written.map((w) => w.sessionKey), report.failed.map((f) => f.sessionKey), report.durable]).toEqual([['b'], ['a'], true]);
   });
 });
