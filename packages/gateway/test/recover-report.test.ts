@@ -337,3 +337,72 @@ describe('recovery: the verdicts of a store, and a store that fails', () => {
     expect(names(spoolDir(home))).toEqual(['s2.json', 's3.json', 's9.json']);
   });
 });
+
+describe('recovery: options it cannot use', () => {
+  it('no usable store: the report, the line and the fix name what is needed; the progress bar is told (0, 0); nothing is read', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'a.json', payload('a', 1700000001));
+    for (const [store, got] of [
+      [{}, 'an object'],
+      [null, 'null'],
+      [{ hasReceipt: () => false }, 'an object'],
+      [{ commitRecovered: () => [] }, 'an object'],
+    ] as const) {
+      const logger = memoryLogger();
+      const progress: [number, number][] = [];
+      const report = recoverPending({ home, store: store as never, logger, onProgress: (d, t) => progress.push([d, t]) });
+      const message = `recoverPending needs a store with hasReceipt() and commitRecovered(), got ${got}; nothing was read or changed`;
+      const hint = 'pass `store: openSessionDb({ home })` (or another SessionStore).';
+      expect(report).toEqual({ dir: home, scanned: 0, inserted: [], alreadyCommitted: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null });
+      expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([
+        ['error', `pending-message recovery: EINVALID_OPTION at ${home}: ${message} — fix: ${hint}`, { path: home, code: 'EINVALID_OPTION' }],
+      ]);
+      expect(progress).toEqual([[0, 0]]);
+    }
+    expect(names(spoolDir(home))).toEqual(['a.json']);
+  });
+
+  it('a batch size that is not a positive integer: the default, and an error that says which and how to fix it', () => {
+    const home = newHome();
+    for (let i = 0; i < 3; i++) writeSpoolFile(home, `b${String(i)}.json`, payload(`b${String(i)}`, 1700000001 + i));
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    const logger = memoryLogger();
+    const report = recoverPending({ home, store, logger, batchSize: 0 });
+    expect(store.batches).toEqual([['b0.json', 'b1.json', 'b2.json']]);
+    expect(report.errors).toEqual([{ path: spoolDir(home), code: 'EINVALID_OPTION', message: 'batchSize must be a positive integer, got number 0; used 2000', hint: 'pass a positive integer batchSize, or omit it.' }]);
+    const uid = String(process.geteuid?.() ?? -1);
+    expect(logger.lines.map(line)).toEqual([
+      [
+        'error',
+        `pending-message recovery: 1 error(s): EINVALID_OPTION at ${spoolDir(home)} (uid ${uid}): batchSize must be a positive integer, got number 0; used 2000 — fix: pass a positive integer batchSize, or omit it.`,
+        { path: 'pending_messages', code: 'EINVALID_OPTION', uid: Number(uid), count: 1 },
+      ],
+      ['warn', 'pending-message recovery: 3 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)', { path: 'pending_messages' }],
+    ]);
+    const quiet = memoryLogger();
+    writeSpoolFile(home, 'q.json', payload('q', 1700000009));
+    recoverPending({ home, store, logger: quiet, batchSize: 1 });
+    expect(quiet.lines.map(line)).toEqual([['info', 'pending-message recovery: 1 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)', { path: 'pending_messages' }]]);
+  });
+
+  it('a progress callback that throws: one warning per call naming what it threw, the pass unchanged', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'a.json', payload('a', 1700000001));
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    const logger = memoryLogger();
+    const report = recoverPending({
+      home,
+      store,
+      logger,
+      onProgress: () => {
+        throw new Error('progress bar gone');
+      },
+    });
+    expect(report.inserted).toHaveLength(1);
+    expect(logger.lines.map(line)).toEqual([
+      ['warn', 'pending-message recovery: the progress callback threw: progress bar gone', { path: 'pending_messages' }],
+      ['warn', 'pending-message recovery: the progress callback threw: progress bar gone', { path: 'pending_messages' }],
+      ['info', 'pending-message recovery: 1 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)', { path: 'pending_messages' }],
+    ]);
+  });
+});
