@@ -406,3 +406,17 @@ describe('recovery: options it cannot use', () => {
     ]);
   });
 });
+
+describe('recovery: batches bounded by their text as well as their count', () => {
+  it('four 3 MiB payloads: the batch is committed once its text reaches 8 MiB, i.e. after the third', () => {
+    const home = newHome();
+    const big = 'x'.repeat(3 * 1024 * 1024);
+    for (let i = 0; i < 4; i++) writeSpoolFile(home, `t${String(i)}.json`, payload(`${String(i)}${big}`, 1700000001 + i));
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    const progress: [number, number][] = [];
+    const report = recoverPending({ home, store, logger: memoryLogger(), onProgress: (d, t) => progress.push([d, t]) });
+    expect(store.batches).toEqual([['t0.json', 't1.json', 't2.json'], ['t3.json']]);
+    expect(progress).toEqual([[3, 4], [4, 4], [4, 4]]);
+    expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['t0.json', true], ['t1.json', true], ['t2.json', true], ['t3.json', true]]);
+  });
+});
