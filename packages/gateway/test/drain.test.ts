@@ -21,19 +21,19 @@ describe('drainAll: a stop event takes over a flush in flight', () => {
     const home = path.join(tempDir(), 'home');
     const logger = memoryLogger();
     const pending = flushPending(messages(40), { home, logger, concurrency: 4 });
-    const jobs = drainAll('sigterm');
+    const jobs = drainAll('shutdown');
     expect(jobs).toHaveLength(1);
     const report = jobs[0]?.report;
     expect(activeJobs()).toEqual([]);
     expect(await pending).toBe(report);
-    expect([report?.drained, report?.durable, report?.written.length, report?.failed, report?.skipped]).toEqual(['sigterm', true, 40, [], []]);
+    expect([report?.drained, report?.durable, report?.written.length, report?.failed, report?.skipped]).toEqual(['shutdown', true, 40, [], []]);
     expect(new Set(report?.written.map((w) => w.sessionKey))).toEqual(new Set(Object.keys(messages(40))));
     expect(names(spoolDir(home)).filter((n) => n.endsWith('.json'))).toHaveLength(40);
     expect(names(spoolDir(home)).filter((n) => !n.endsWith('.json'))).toEqual([]);
     expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([['info', 'flushed 40 pending message(s)', { path: spoolDir(home), durable: true }]]);
     // Draining a finalized job changes nothing.
     if (jobs[0] !== undefined) expect(drainJob(jobs[0], 'exit')).toBe(report);
-    expect(report?.drained).toBe('sigterm');
+    expect(report?.drained).toBe('shutdown');
   });
 
   it('a deadline already passed before any write: all 40 fail with ETIMEDOUT, one log line for them, nothing on disk', async () => {

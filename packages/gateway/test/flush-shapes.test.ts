@@ -221,7 +221,7 @@ describe('flush: a message timestamp that is absent, null or not epoch seconds',
   it('absent or null: no warning, the payload ts is the flush time; milliseconds: one warning, data keeps the value', () => {
     const h = home();
     const now = (): number => 1700000900;
-    const quiet = flushPendingSync({ a: { text: 'x' }, b: { text: 'y', timestamp: null } }, { home: h, now });
+    const quiet = flushPendingSync({ a: { text: 'x' }, b: { text: 'y', timestamp: null } as never }, { home: h, now });
     expect(quiet.warnings).toEqual([]);
     expect(quiet.written.map((w) => [w.sessionKey, w.ts])).toEqual([['a', 1700000900], ['b', 1700000900]]);
     const loud = flushPendingSync({ c: { text: 'z', timestamp: 1700000000000 } }, { home: h, now });
