@@ -160,8 +160,14 @@ function codeOf(err: unknown, fallback: string): string {
   return typeof code === 'string' ? code : fallback;
 }
 
+/** What was thrown, as words: never throws itself (a resolver or store may throw a value with no string form). */
 function messageOf(err: unknown): string {
-  return err instanceof Error ? explain(err).message : String(err);
+  if (err instanceof Error) return explain(err).message;
+  try {
+    return String(err);
+  } catch {
+    return `${describeValue(err)} that has no string form`;
+  }
 }
 
 /** A committed file waiting for a checkpoint before it is removed: its report entry. */
@@ -255,8 +261,7 @@ class Pass {
       release = holdSpool(this.#loc.dir, this.#loc.env);
     } catch (err) {
       this.error(this.#loc.dir, codeOf(err, 'EUNKNOWN'), `cannot use ${this.#loc.dir}: ${messageOf(err)}`);
-      this.#logSummary();
-      return this.report;
+      return this.#finish();
     }
     if (release === undefined) {
       // No spool directory: nothing to recover. Nothing is done by path either — a link a group member puts

@@ -420,3 +420,474 @@ describe('recovery: batches bounded by their text as well as their count', () =>
     expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['t0.json', true], ['t1.json', true], ['t2.json', true], ['t3.json', true]]);
   });
 });
+
+const summary = (lines: readonly LogLine[]): [string, string][] => lines.filter((l) => l.message.startsWith('pending-message recovery:')).map((l) => [l.level, l.message]);
+
+describe('recovery: what happens around the store', () => {
+  it('salvage off leaves a temp alone (salvage: null); salvage options reach the salvage, and an adopted payload is inserted and said so', () => {
+    const home = newHome();
+    const dir = spoolDir(home);
+    const id = '0123456789abcdef0123456789abcdef';
+    const temp = writeSpoolFile(home, `.pending-${id}_a1b_c9zq.tmp`, payload('from a temp', 1700000001));
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    const off = recoverPending({ home, store, logger: memoryLogger(), salvage: false });
+    expect([off.salvage, off.scanned, off.inserted]).toEqual([null, 0, []]);
+    // A temp without a pid in its name is left while it is young (the default), adopted once `now` says it is old.
+    const young = recoverPending({ home, store, logger: memoryLogger(), salvage: {} });
+    expect([young.salvage?.left.map((l) => [path.basename(l.temp), l.reason]), young.scanned]).toEqual([[[path.basename(temp), 'too-recent']], 0]);
+    expect(names(dir)).toEqual([path.basename(temp)]);
+    const logger = memoryLogger();
+    const old = recoverPending({ home, store, logger, salvage: { now: Date.now() + 120_000 } });
+    expect(old.salvage?.adopted.map((a) => path.basename(a.path))).toEqual([`pending-${id}.json`]);
+    expect(old.inserted.map((e) => [base(e.path), e.removed])).toEqual([[`pending-${id}.json`, true]]);
+    expect(summary(logger.lines)).toEqual([
+      ['warn', 'pending-message recovery: 1 inserted (1 adopted from temp files), 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)'],
+    ]);
+    expect(names(dir)).toEqual([]);
+  });
+
+  it('a file committed by an earlier pass that this pass would keep (its key no longer resolves): removed, nothing inserted', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'k.json', json({ kind: 'pending', ts: 1700000001, session_key: SESSION.sessionKey, data: { text: 'by key' } }));
+    const store = storeDouble(() => undefined, () => ({ complete: false }));
+    const first = recoverPending({ home, store, logger: memoryLogger(), resolveSessionId: () => SESSION.id });
+    expect([first.inserted.map((e) => [base(e.path), e.sessionId, e.removed]), first.kept.map((k) => k.reason)]).toEqual([[['k.json', SESSION.id, false]], ['not-checkpointed']]);
+    const logger = memoryLogger();
+    const second = recoverPending({ home, store: { ...store, checkpoint: () => ({ complete: true }) }, logger, resolveSessionId: () => null });
+    expect([second.inserted, second.kept, second.alreadyCommitted.map((a) => [base(a.path), a.removed])]).toEqual([[], [], [['k.json', true]]]);
+    expect(store.batches).toEqual([['k.json']]);
+    expect(summary(logger.lines)).toEqual([['info', 'pending-message recovery: 0 inserted, 1 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)']]);
+    expect(names(spoolDir(home))).toEqual([]);
+  });
+
+  it('a store without checkpoint(): committed files are removed after their batch', () => {
+    const home = newHome();
+    for (let i = 0; i < 3; i++) writeSpoolFile(home, `n${String(i)}.json`, payload(`n${String(i)}`, 1700000001 + i));
+    const removedAfter: string[][] = [];
+    const store = storeDouble(() => undefined);
+    const report = recoverPending({ home, store, logger: memoryLogger(), batchSize: 2, hooks: { afterRemove: (p) => removedAfter.push(p.map(base) as string[]) } });
+    expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['n0.json', true], ['n1.json', true], ['n2.json', true]]);
+    expect(removedAfter).toEqual([['n0.json', 'n1.json'], ['n2.json']]);
+    expect(names(spoolDir(home))).toEqual([]);
+  });
+
+  it('the hooks: afterCommit gets the inserted and duplicate files of a batch, afterRemove the removed ones (a file already gone counts as removed)', () => {
+    const home = newHome();
+    for (const n of ['a', 'b', 'c', 'd', 'e']) writeSpoolFile(home, `${n}.json`, payload(n, 1700000000 + n.charCodeAt(0)));
+    const store = storeDouble((e) => {
+      if (e.fileName === 'b.json') return { receiptId: e.receiptId, status: 'duplicate' };
+      if (e.fileName === 'c.json') return { receiptId: e.receiptId, status: 'rejected', error: 'no' };
+      if (e.fileName === 'd.json') return { receiptId: e.receiptId, status: 'unknown-session', sessionId: 'gone' };
+      return undefined;
+    }, () => ({ complete: true }));
+    const calls: [string, string[]][] = [];
+    const report = recoverPending({
+      home,
+      store,
+      logger: memoryLogger(),
+      hooks: {
+        afterCommit: (p) => {
+          calls.push(['commit', p.map(base) as string[]]);
+          fs.unlinkSync(path.join(spoolDir(home), 'e.json')); // someone else removed it meanwhile
+        },
+        afterRemove: (p) => calls.push(['remove', p.map(base) as string[]]),
+      },
+    });
+    expect(calls).toEqual([
+      ['commit', ['a.json', 'b.json', 'e.json']],
+      ['remove', ['a.json', 'b.json', 'e.json']],
+    ]);
+    expect([report.inserted.map((e) => [base(e.path), e.removed]), report.alreadyCommitted.map((e) => [base(e.path), e.removed]), report.errors]).toEqual([
+      [['a.json', true], ['e.json', true]],
+      [['b.json', true]],
+      [],
+    ]);
+    expect(names(spoolDir(home))).toEqual(['c.json.bad', 'd.json']);
+  });
+
+  it('rejected files that vanished before their rename: an error each, one log line for the cause, at their directory', () => {
+    const home = newHome();
+    const dir = spoolDir(home);
+    for (const n of ['r1', 'r2']) writeSpoolFile(home, `${n}.json`, payload(n, 1700000001));
+    const store = storeDouble((e) => {
+      fs.unlinkSync(path.join(dir, e.fileName));
+      return { receiptId: e.receiptId, status: 'rejected', error: 'role is not a string' };
+    }, () => ({ complete: true }));
+    const logger = memoryLogger();
+    const report = recoverPending({ home, store, logger });
+    const message = (n: string): string =>
+      `rejected by the store (role is not a string) and could not be renamed .bad: ENOENT: no such file or directory, rename '${path.join(dir, n)}' -> '${path.join(dir, n)}.bad'`;
+    expect(report.bad).toEqual([]);
+    expect(report.errors.map((e) => [e.path, e.code, e.message])).toEqual([
+      [path.join(dir, 'r1.json'), 'ENOENT', message('r1.json')],
+      [path.join(dir, 'r2.json'), 'ENOENT', message('r2.json')],
+    ]);
+    const uid = String(process.geteuid?.() ?? -1);
+    expect(logger.lines.map((l) => [l.level, l.message.split(' — fix: ')[0], l.fields?.path, l.fields?.count])).toEqual([
+      ['error', `pending-message recovery: 2 error(s): ENOENT at ${dir} (uid ${uid}): ${message('r1.json')}`, dir, 2],
+      ['warn', 'pending-message recovery: 0 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 2 error(s)', dir, undefined],
+    ]);
+  });
+
+  it('a spool that is not a directory: one error naming it, the progress bar told (0, 0), nothing else touched', () => {
+    const home = newHome();
+    const dir = spoolDir(home);
+    fs.writeFileSync(dir, 'not a directory');
+    const logger = memoryLogger();
+    const progress: [number, number][] = [];
+    const report = recoverPending({ home, store: storeDouble(() => undefined), logger, onProgress: (d, t) => progress.push([d, t]) });
+    expect(report.errors.map((e) => [e.path, e.code, e.message.startsWith(`cannot use ${dir}: `)])).toEqual([[dir, 'ENOTDIR', true]]);
+    expect(progress).toEqual([[0, 0]]);
+    expect(summary(logger.lines).map(([level, m]) => [level, m.split(': ').slice(0, 2).join(': ')])).toEqual([
+      ['error', 'pending-message recovery: 1 error(s)'],
+      ['warn', 'pending-message recovery: 0 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)'],
+    ]);
+    expect(fs.readFileSync(dir, 'utf8')).toBe('not a directory');
+  });
+
+  it('a resolver that throws a value with no string form: the file is kept (resolver-error) with words for it', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'k.json', json({ kind: 'pending', ts: 1700000001, session_key: 'key-1', data: { text: 'by key' } }));
+    const report = recoverPending({
+      home,
+      store: storeDouble(() => undefined),
+      logger: memoryLogger(),
+      resolveSessionId: () => {
+        throw Object.create(null) as unknown;
+      },
+    });
+    expect([report.kept.map((k) => [base(k.path), k.reason, k.detail]), report.errors]).toEqual([
+      [['k.json', 'resolver-error', 'resolving key-1 failed: an object that has no string form']],
+      [],
+    ]);
+  });
+
+  it('options that locate no spool (an environment without a home): refused with the code of what failed, at an empty path, nothing read', () => {
+    const logger = memoryLogger();
+    const report = recoverPending({ env: {} as never, store: storeDouble(() => undefined), logger });
+    expect(report.errors.map((e) => [e.path, e.code, e.message, e.hint !== ''])).toEqual([
+      ['', 'ERR_INVALID_ARG_TYPE', 'The "paths[0]" argument must be of type string. Received undefined', true],
+    ]);
+    expect(report.dir).toBe('');
+    expect(logger.lines.map((l) => [l.level, l.message.split(' — fix: ')[0]])).toEqual([
+      ['error', 'pending-message recovery: ERR_INVALID_ARG_TYPE at : The "paths[0]" argument must be of type string. Received undefined'],
+    ]);
+  });
+});
+
+describe('recovery: a store that fails after the commit', () => {
+  it('a checkpoint that throws: the committed file is kept (not-checkpointed, with the code), the store named once; the next pass removes it', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'c.json', payload('c', 1700000001));
+    const store = storeDouble(() => undefined, () => {
+      throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+    });
+    const logger = memoryLogger();
+    const report = recoverPending({ home, store, logger });
+    expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['c.json', false]]);
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['c.json', 'not-checkpointed', 'committed, but the store failed before the commit could be checkpointed (SQLITE_IOERR)'],
+    ]);
+    expect(report.errors.map((e) => [e.path, e.code, e.message])).toEqual([['/srv/hermes/state.db', 'SQLITE_IOERR', 'disk I/O error']]);
+    const uid = String(process.geteuid?.() ?? -1);
+    expect(logger.lines.map((l) => [l.level, l.message.split(' — fix: ')[0]])).toEqual([
+      ['error', `pending-message recovery: kept 0 file(s): SQLITE_IOERR at /srv/hermes/state.db (uid ${uid}): disk I/O error`],
+      [
+        'warn',
+        'pending-message recovery: kept 1 file(s) (not-checkpointed) (committed; the next pass removes them without inserting them again); the first, c.json: committed, but the store failed before the commit could be checkpointed (SQLITE_IOERR)',
+      ],
+      ['warn', 'pending-message recovery: 1 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)'],
+    ]);
+    const again = recoverPending({ home, store: { ...store, checkpoint: () => ({ complete: true }) }, logger: memoryLogger() });
+    expect([again.inserted, again.alreadyCommitted.map((a) => [base(a.path), a.removed])]).toEqual([[], [['c.json', true]]]);
+    expect(names(spoolDir(home))).toEqual([]);
+  });
+
+  it('a store without a path is named "the session store"', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'c.json', payload('c', 1700000001));
+    const { path: _path, ...unnamed } = storeDouble(() => undefined, () => ({ complete: false, busy: true }));
+    const report = recoverPending({ home, store: unnamed, logger: memoryLogger() });
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['c.json', 'not-checkpointed', 'the checkpoint of the session store did not complete (another connection held it off)'],
+    ]);
+    writeSpoolFile(home, 'x.json', json({ kind: 'pending', ts: 1700000002, data: {} }));
+    const broken = recoverPending({ home, store: { ...unnamed, hasReceipt: () => { throw new Error('gone'); } }, logger: memoryLogger() });
+    expect(broken.errors.map((e) => [e.path, e.code, e.message])).toEqual([['the session store', 'ESTORE', 'gone']]);
+    expect(broken.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      // x.json (no text) asks hasReceipt and meets the failure; c.json, queued for commit, is kept with its batch.
+      ['x.json', 'store-error', 'the session store failed earlier in this pass'],
+      ['c.json', 'store-error', 'the session store failed earlier in this pass'],
+    ]);
+  });
+
+  it('a committed file that became a directory before its removal: kept (not-removed), one line with the cause and the fix', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'c.json', payload('c', 1700000001));
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    const logger = memoryLogger();
+    const file = path.join(spoolDir(home), 'c.json');
+    const report = recoverPending({
+      home,
+      store,
+      logger,
+      hooks: {
+        afterCommit: () => {
+          fs.unlinkSync(file);
+          fs.mkdirSync(file);
+        },
+      },
+    });
+    expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['c.json', false]]);
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['c.json', 'not-removed', `recovered (receipt committed) but not removed: EISDIR: illegal operation on a directory, unlink '${file}'`],
+    ]);
+    expect(report.errors.map((e) => [e.path, e.code])).toEqual([[file, 'EISDIR']]);
+    const uid = String(process.geteuid?.() ?? -1);
+    const lines = logger.lines.map((l) => [l.level, l.message, l.fields?.kept]);
+    expect(lines[0]?.[0]).toBe('error');
+    expect(String(lines[0]?.[1])).toMatch(
+      new RegExp(`^pending-message recovery: kept 1 recovered file\\(s\\) \\(not-removed\\): EISDIR at ${file} \\(uid ${uid}\\) — fix: .+ Their receipts are committed: the next pass removes them without inserting them again\\.$`),
+    );
+    expect(lines.slice(1)).toEqual([['warn', 'pending-message recovery: 1 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)', undefined]]);
+  });
+});
+
+describe('recovery: the second reading, progress, and the store it is given', () => {
+  it('a spool larger than the read-ahead is read again batch by batch: a file replaced meanwhile by a link, a directory or garbage, or removed, is settled as it now is', () => {
+    const home = newHome();
+    const dir = spoolDir(home);
+    const big = 'x'.repeat(3 * 1024 * 1024);
+    for (let i = 0; i < 3; i++) writeSpoolFile(home, `t${String(i)}.json`, payload(`${String(i)}${big}`, 1700000001 + i));
+    for (const [n, ts] of [['v', 6], ['w', 7], ['y', 8], ['z', 9]] as const) writeSpoolFile(home, `${n}.json`, payload(n, 1700000000 + ts));
+    writeSpoolFile(home, 'm.json', '{"unparseable');
+    const outside = path.join(tempDir(), 'outside.json');
+    fs.writeFileSync(outside, payload('outside', 1700000010));
+    let changed = false;
+    const progress: [number, number][] = [];
+    const report = recoverPending({
+      home,
+      store: storeDouble(() => undefined, () => ({ complete: true })),
+      logger: memoryLogger(),
+      batchSize: 1,
+      onProgress: (d, t) => progress.push([d, t]),
+      hooks: {
+        afterCommit: () => {
+          if (changed) return;
+          changed = true;
+          fs.unlinkSync(path.join(dir, 'v.json'));
+          fs.writeFileSync(path.join(dir, 'w.json'), '{"no longer json');
+          fs.unlinkSync(path.join(dir, 'y.json'));
+          fs.mkdirSync(path.join(dir, 'y.json'));
+          fs.unlinkSync(path.join(dir, 'z.json'));
+          fs.symlinkSync(outside, path.join(dir, 'z.json'));
+        },
+      },
+    });
+    expect(report.inserted.map((e) => base(e.path))).toEqual(['t0.json', 't1.json', 't2.json']);
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['m.json', 'unparseable', 'm.json: unterminated string at position 13'],
+      ['w.json', 'unparseable', 'w.json: unterminated string at position 16'],
+      ['z.json', 'not-a-regular-file', 'z.json is a symbolic link'],
+    ]);
+    expect(report.errors.map((e) => [base(e.path), e.code, e.message])).toEqual([
+      [
+        'y.json',
+        'ENOTREGULAR',
+        `cannot read ${path.join(dir, 'y.json')}: ENOTREGULAR: not a regular file (a FIFO, socket or device), read '${path.join(dir, 'y.json')}'`,
+      ],
+    ]);
+    // m.json is settled by the first pass; every later file counts once, whatever became of it.
+    expect(progress).toEqual([[2, 8], [3, 8], [4, 8], [8, 8]]);
+    expect(fs.readFileSync(outside, 'utf8')).toBe(payload('outside', 1700000010));
+  });
+
+  it('progress counts what the first pass settles from the first call on', () => {
+    const home = newHome();
+    fs.mkdirSync(path.join(spoolDir(home), 'm.json'), { recursive: true });
+    writeSpoolFile(home, 'a.json', 'not json');
+    writeSpoolFile(home, 'f.json', json({ kind: 'pending', ts: 1700000001, data: { text: '' } }));
+    writeSpoolFile(home, 'g1.json', payload('g1', 1700000002));
+    writeSpoolFile(home, 'g2.json', payload('g2', 1700000003));
+    const progress: [number, number][] = [];
+    const report = recoverPending({ home, store: storeDouble(() => undefined, () => ({ complete: true })), logger: memoryLogger(), batchSize: 1, onProgress: (d, t) => progress.push([d, t]) });
+    expect(progress).toEqual([[4, 5], [5, 5], [5, 5]]);
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['a.json', 'unparseable', 'a.json: unexpected token at position 0'],
+      ['m.json', 'not-a-regular-file', 'm.json is not a regular file'],
+      ['f.json', 'no-text', 'data.text is missing or empty'],
+    ]);
+  });
+
+  it("a store's failure without a code, a path or a fix: ESTORE at the store's own path, a fix from the code; a thrown non-Error has its words", () => {
+    const cases: [unknown, string, string, string][] = [
+      [Object.assign(new Error('database is locked'), { path: '', hint: '' }), 'ESTORE', '/srv/hermes/state.db', 'database is locked'],
+      [{ code: 'SQLITE_BUSY', path: 7 }, 'SQLITE_BUSY', '/srv/hermes/state.db', '[object Object]'],
+      [null, 'ESTORE', '/srv/hermes/state.db', 'null'],
+      [Object.assign(new Error('no space'), { code: 'SQLITE_FULL', path: '/var/db/other.db', hint: 'free space on /var.' }), 'SQLITE_FULL', '/var/db/other.db', 'no space'],
+    ];
+    for (const [thrown, code, where, message] of cases) {
+      const home = newHome();
+      writeSpoolFile(home, 'a.json', payload('a', 1700000001));
+      const store = storeDouble(() => undefined, undefined, {
+        commitRecovered: () => {
+          throw thrown;
+        },
+      });
+      const report = recoverPending({ home, store, logger: memoryLogger() });
+      expect(report.errors.map((e) => [e.code, e.path, e.message])).toEqual([[code, where, message]]);
+      const hint = report.errors[0]?.hint ?? '';
+      expect(hint === '').toBe(false);
+      if (code === 'SQLITE_FULL') expect(hint).toBe('free space on /var.');
+      expect(report.kept.map((k) => [base(k.path), k.reason])).toEqual([['a.json', 'store-error']]);
+    }
+  });
+
+  it("without a resolver option, the store's resolveSessionIdForKey resolves a key; without either, the key is named as unresolved", () => {
+    const home = newHome();
+    writeSpoolFile(home, 'k.json', json({ kind: 'pending', ts: 1700000001, session_key: 'key-1', data: { text: 'by key' } }));
+    const asked: [string, number | undefined][] = [];
+    const plain = storeDouble(() => undefined, () => ({ complete: true }));
+    const none = recoverPending({ home, store: plain, logger: memoryLogger() });
+    expect(none.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([['k.json', 'unresolved', 'no data.session_id and no resolver for session_key key-1']]);
+    const resolving = {
+      ...plain,
+      resolveSessionIdForKey: (key: string, notAfter: number | undefined) => {
+        asked.push([key, notAfter]);
+        return 'sess-k';
+      },
+    };
+    const report = recoverPending({ home, store: resolving, logger: memoryLogger() });
+    expect([asked, report.inserted.map((e) => [base(e.path), e.sessionId])]).toEqual([[['key-1', 1700000001]], [['k.json', 'sess-k']]]);
+  });
+
+  it('payload shapes at the edges: NaN ts, an empty text, a cap-drop with null data or null/empty content, invalid UTF-8', () => {
+    const home = newHome();
+    const rows: [string, unknown, unknown][] = [];
+    const asked: [string, number | undefined][] = [];
+    writeSpoolFile(home, 'n.json', '{"kind": "pending", "ts": NaN, "data": {"text": "nan", "session_id": "s"}}');
+    writeSpoolFile(home, 'n2.json', '{"kind": "pending", "ts": NaN, "session_key": "key-n", "data": {"text": "nan by key"}}');
+    writeSpoolFile(home, 'e.json', json({ kind: 'pending', ts: 1700000001, data: { text: '', session_id: 's' } }));
+    writeSpoolFile(home, 'c0.json', json({ reason: 'transcript_cap_drop', ts: 1700000002, data: null }));
+    writeSpoolFile(home, 'c1.json', json({ reason: 'transcript_cap_drop', ts: 1700000003, data: { session_id: 's', message: { role: 'assistant', content: null } } }));
+    writeSpoolFile(home, 'c2.json', json({ reason: 'transcript_cap_drop', ts: 1700000004, data: { session_id: 's', message: { role: 'assistant', content: '' } } }));
+    writeSpoolFile(home, 'u.json', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
+    const store = storeDouble((e) => {
+      for (const r of e.rows) rows.push([e.fileName, r.content, r.timestamp]);
+      return undefined;
+    }, () => ({ complete: true }));
+    const report = recoverPending({ home, store, logger: memoryLogger(), resolveSessionId: (key, notAfter) => { asked.push([key, notAfter]); return 's'; } });
+    expect(rows.sort()).toEqual([
+      ['c1.json', '', 1700000003],
+      ['c2.json', '', 1700000004],
+      ['n.json', 'nan', undefined],
+      ['n2.json', 'nan by key', undefined],
+    ]);
+    expect(asked).toEqual([['key-n', undefined]]);
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['u.json', 'unparseable', 'u.json: The encoded data was not valid for encoding utf-8'],
+      ['e.json', 'no-text', 'data.text is missing or empty'],
+      ['c0.json', 'invalid-cap-drop', 'needs data.session_id and an object data.message'],
+    ]);
+  });
+
+  it('refusals: a function is no store; without a home the refusal is at an empty path', () => {
+    const store = Object.assign(() => undefined, { hasReceipt: () => false, commitRecovered: () => [] });
+    const home = newHome();
+    const report = recoverPending({ home, store, logger: memoryLogger() });
+    expect(report.errors.map((e) => [e.path, e.code, e.message])).toEqual([
+      [home, 'EINVALID_OPTION', 'recoverPending needs a store with hasReceipt() and commitRecovered(), got function; nothing was read or changed'],
+    ]);
+    const nowhere = recoverPending({ store: null as never, logger: memoryLogger() });
+    expect(nowhere.errors.map((e) => [e.path, e.code])).toEqual([['', 'EINVALID_OPTION']]);
+  });
+
+  it('a home that does not exist is an empty pass (a missing named profile is an error, said so); nothing is created', () => {
+    const root = tempDir();
+    const plain = recoverPending({ home: path.join(root, 'gone'), store: storeDouble(() => undefined), logger: memoryLogger() });
+    expect([plain.errors, plain.scanned]).toEqual([[], 0]);
+    const profile = path.join(root, 'profiles', 'work');
+    const missing = recoverPending({ home: profile, store: storeDouble(() => undefined), logger: memoryLogger() });
+    expect(missing.errors.map((e) => [e.path, e.code, e.message])).toEqual([[profile, 'EPROFILE_MISSING', `named profile home does not exist: ${profile}`]]);
+    expect(names(root)).toEqual([]);
+  });
+
+  it('each pass holds the spool it finds: a spool replaced between two passes is read anew', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'a.json', payload('a', 1700000001));
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    expect(recoverPending({ home, store, logger: memoryLogger() }).inserted.map((e) => base(e.path))).toEqual(['a.json']);
+    fs.renameSync(spoolDir(home), path.join(home, 'old_spool'));
+    writeSpoolFile(home, 'b.json', payload('b', 1700000002));
+    expect(recoverPending({ home, store, logger: memoryLogger() }).inserted.map((e) => base(e.path))).toEqual(['b.json']);
+  });
+
+  it('nothing committed: no afterCommit, no checkpoint, no afterRemove; a checkpoint that is incomplete without being held off says only that', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'r.json', payload('r', 1700000001));
+    let checkpoints = 0;
+    const calls: string[] = [];
+    const store = storeDouble((e) => ({ receiptId: e.receiptId, status: 'rejected', error: 'no' }), () => {
+      checkpoints++;
+      return { complete: false };
+    });
+    const hooks = { afterCommit: () => calls.push('commit'), afterRemove: () => calls.push('remove') };
+    recoverPending({ home, store, logger: memoryLogger(), hooks });
+    expect([calls, checkpoints]).toEqual([[], 0]);
+    writeSpoolFile(home, 'ok.json', payload('ok', 1700000002));
+    const report = recoverPending({ home, store: { ...store, commitRecovered: (entries) => entries.map((e) => ({ receiptId: e.receiptId, status: 'inserted' as const, rowIds: [1] })) }, logger: memoryLogger(), hooks });
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([['ok.json', 'not-checkpointed', 'the checkpoint of /srv/hermes/state.db did not complete']]);
+    expect([calls, checkpoints]).toEqual([['commit'], 2]);
+  });
+
+  it('a store that returns fewer verdicts than files: the rest are kept as given no verdict, and the hooks see only the committed', () => {
+    const home = newHome();
+    for (const n of ['a', 'b', 'c']) writeSpoolFile(home, `${n}.json`, payload(n, 1700000000 + n.charCodeAt(0)));
+    const store = storeDouble(() => undefined, () => ({ complete: true }), {
+      commitRecovered: (entries) => entries.slice(0, 1).map((e) => ({ receiptId: e.receiptId, status: 'inserted' as const, rowIds: [1] })),
+    });
+    const committed: string[][] = [];
+    const report = recoverPending({ home, store, logger: memoryLogger(), hooks: { afterCommit: (p) => committed.push(p.map(base) as string[]) } });
+    expect(committed).toEqual([['a.json']]);
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['b.json', 'store-error', 'the store returned no outcome for this file'],
+      ['c.json', 'store-error', 'the store returned no outcome for this file'],
+    ]);
+  });
+});
+
+describe('recovery: removals that are refused, and salvage that found only a torn temp', () => {
+  it('a duplicate whose file became a directory is reported not removed, and afterRemove hears of nothing', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'd.json', payload('d', 1700000001));
+    const file = path.join(spoolDir(home), 'd.json');
+    const store = storeDouble((e) => ({ receiptId: e.receiptId, status: 'duplicate' }), () => ({ complete: true }));
+    const removed: string[][] = [];
+    const report = recoverPending({
+      home,
+      store,
+      logger: memoryLogger(),
+      hooks: {
+        afterCommit: () => {
+          fs.unlinkSync(file);
+          fs.mkdirSync(file);
+        },
+        afterRemove: (p) => removed.push([...p]),
+      },
+    });
+    expect([report.alreadyCommitted.map((a) => [base(a.path), a.removed]), report.kept.map((k) => [base(k.path), k.reason]), removed]).toEqual([
+      [['d.json', false]],
+      [['d.json', 'not-removed']],
+      [],
+    ]);
+  });
+
+  it('a pass whose salvage only moved a torn temp aside ends with a warning, not an info line', () => {
+    const home = newHome();
+    const torn = writeSpoolFile(home, `.pending-${'f'.repeat(32)}_xxxxxxxx.tmp`, '{\n  "session_key": "agent:main:tel');
+    const logger = memoryLogger();
+    const report = recoverPending({ home, store: storeDouble(() => undefined), logger, salvage: { now: Date.now() + 120_000 } });
+    expect(report.salvage?.partial.map((p) => path.basename(p.partialPath))).toEqual([`${path.basename(torn).slice(1)}.partial`]);
+    expect(summary(logger.lines)).toEqual([['warn', 'pending-message recovery: 0 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)']]);
+  });
+});
