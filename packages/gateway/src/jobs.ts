@@ -385,9 +385,9 @@ interface WorkerFailure {
  * that writes them many at once, while the main thread blocks on a shared flag (at most `timeoutMs`). What
  * the worker could not settle — it did not start, it ran out of time, a job of another home — is then
  * written by {@link drainJob} one by one, which also fsyncs each directory and finalizes every job. Never
- * throws; without worker threads it is exactly `drainJob`.
+ * throws; without worker threads (or without `workerFile`, the worker's script) it is exactly `drainJob`.
  */
-export function drainBlocking(jobs: readonly FlushJob[], reason: DrainReason, timeoutMs: number, concurrency = 32): void {
+export function drainBlocking(jobs: readonly FlushJob[], reason: DrainReason, timeoutMs: number, concurrency = 32, workerFile = WORKER_FILE): void {
   const open = jobs.filter((j) => j.report === undefined);
   const todo: { job: FlushJob; item: Item }[] = [];
   for (const job of open) {
@@ -401,9 +401,9 @@ export function drainBlocking(jobs: readonly FlushJob[], reason: DrainReason, ti
     if (!ready) continue;
     for (const item of job.items) if (item.state === 'planned' || item.state === 'writing') todo.push({ job, item });
   }
-  if (todo.length > 1 && fs.existsSync(WORKER_FILE)) {
+  if (todo.length > 1 && fs.existsSync(workerFile)) {
     try {
-      runDrainWorker(todo, timeoutMs, concurrency);
+      runDrainWorker(todo, timeoutMs, concurrency, workerFile);
     } catch {
       // no worker (unavailable, refused, env not cloneable): drainJob writes everything on this thread
     }
@@ -411,7 +411,7 @@ export function drainBlocking(jobs: readonly FlushJob[], reason: DrainReason, ti
   for (const job of open) drainJob(job, reason);
 }
 
-function runDrainWorker(todo: readonly { job: FlushJob; item: Item }[], timeoutMs: number, concurrency: number): void {
+function runDrainWorker(todo: readonly { job: FlushJob; item: Item }[], timeoutMs: number, concurrency: number, workerFile: string): void {
   const n = todo.length;
   const statusBuf = new SharedArrayBuffer(4 * (n + 1));
   const modesBuf = new SharedArrayBuffer(4 * n);
@@ -421,7 +421,7 @@ function runDrainWorker(todo: readonly { job: FlushJob; item: Item }[], timeoutM
   const env = todo[0]?.job.loc.env;
   // One worker for one environment: items of another home's job are left to drainJob.
   const mine = todo.filter((t) => t.job.loc.env === env);
-  const worker = new Worker(WORKER_FILE, {
+  const worker = new Worker(workerFile, {
     workerData: {
       items: mine.map((t) => ({ path: t.item.path, data: t.item.data })),
       env,

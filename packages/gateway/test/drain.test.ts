@@ -21,11 +21,19 @@ describe('drainAll: a stop event takes over a flush in flight', () => {
     const home = path.join(tempDir(), 'home');
     const logger = memoryLogger();
     const pending = flushPending(messages(40), { home, logger, concurrency: 4 });
+    const dirFsyncs: string[] = [];
+    setFaultHook((req: Req) => {
+      if (req.step === 'fsync-dir' && req.op === 'fsync') dirFsyncs.push(req.path);
+      return undefined;
+    });
     const jobs = drainAll('shutdown');
     expect(jobs).toHaveLength(1);
     const report = jobs[0]?.report;
     expect(activeJobs()).toEqual([]);
     expect(await pending).toBe(report);
+    // The drain fsynced the directory once; the async side, finding the job drained, does nothing more.
+    expect(dirFsyncs).toEqual([spoolDir(home)]);
+    setFaultHook(undefined);
     expect([report?.drained, report?.durable, report?.written.length, report?.failed, report?.skipped]).toEqual(['shutdown', true, 40, [], []]);
     expect(new Set(report?.written.map((w) => w.sessionKey))).toEqual(new Set(Object.keys(messages(40))));
     expect(names(spoolDir(home)).filter((n) => n.endsWith('.json'))).toHaveLength(40);
