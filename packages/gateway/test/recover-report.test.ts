@@ -7,6 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openSessionDb } from '@hermes/session-db';
+import { itNeeds } from '@hermes/test-utils';
 import { describe, expect, it } from 'vitest';
 import { recoverPending, type RecoveryBatchEntry, type RecoveryCommitOutcome, type SessionStore } from '../src/index.js';
 import { type LogLine, memoryLogger, names, spoolDir, tempDir, writeSpoolFile } from './helpers.js';
@@ -317,7 +318,9 @@ describe('recovery: the verdicts of a store, and a store that fails', () => {
       },
     });
     const logger = memoryLogger();
-    const report = recoverPending({ home, store, logger, batchSize: 2 });
+    const progress: [number, number][] = [];
+    const report = recoverPending({ home, store, logger, batchSize: 2, onProgress: (d, t) => progress.push([d, t]) });
+    expect(progress).toEqual([[2, 5], [4, 5], [5, 5]]);
     expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['s0.json', true], ['s1.json', true]]);
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
       ['s2.json', 'store-error', 'database disk image is malformed'],
@@ -772,6 +775,7 @@ describe('recovery: the second reading, progress, and the store it is given', ()
     writeSpoolFile(home, 'c1.json', json({ reason: 'transcript_cap_drop', ts: 1700000003, data: { session_id: 's', message: { role: 'assistant', content: null } } }));
     writeSpoolFile(home, 'c2.json', json({ reason: 'transcript_cap_drop', ts: 1700000004, data: { session_id: 's', message: { role: 'assistant', content: '' } } }));
     writeSpoolFile(home, 'u.json', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
+    writeSpoolFile(home, 'nk.json', json({ kind: 'pending', ts: 1700000005, data: { text: 'neither key nor id' } }));
     const store = storeDouble((e) => {
       for (const r of e.rows) rows.push([e.fileName, r.content, r.timestamp]);
       return undefined;
@@ -788,6 +792,7 @@ describe('recovery: the second reading, progress, and the store it is given', ()
       ['u.json', 'unparseable', 'u.json: The encoded data was not valid for encoding utf-8'],
       ['e.json', 'no-text', 'data.text is missing or empty'],
       ['c0.json', 'invalid-cap-drop', 'needs data.session_id and an object data.message'],
+      ['nk.json', 'unresolved', 'no data.session_id and no session_key'],
     ]);
   });
 
@@ -889,5 +894,67 @@ describe('recovery: removals that are refused, and salvage that found only a tor
     const report = recoverPending({ home, store: storeDouble(() => undefined), logger, salvage: { now: Date.now() + 120_000 } });
     expect(report.salvage?.partial.map((p) => path.basename(p.partialPath))).toEqual([`${path.basename(torn).slice(1)}.partial`]);
     expect(summary(logger.lines)).toEqual([['warn', 'pending-message recovery: 0 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)']]);
+  });
+});
+
+describe('recovery as a uid that cannot read every payload (this process, its effective uid dropped for the pass)', () => {
+  itNeeds(['root'], "another uid's 0600 payload is left for that uid's recovery, named with its uid; this uid's own is recovered", () => {
+    const NOBODY = 65534;
+    const home = newHome();
+    const mine = writeSpoolFile(home, 'mine.json', payload('mine', 1700000001));
+    const theirs = writeSpoolFile(home, 'theirs.json', payload('theirs', 1700000002));
+    fs.chmodSync(theirs, 0o600);
+    fs.chownSync(home, NOBODY, NOBODY);
+    fs.chownSync(spoolDir(home), NOBODY, NOBODY);
+    fs.chownSync(mine, NOBODY, NOBODY);
+    fs.chmodSync(mine, 0o600);
+    const logger = memoryLogger();
+    const store = storeDouble(() => undefined, () => ({ complete: true }));
+    let report: ReturnType<typeof recoverPending> | undefined;
+    process.seteuid?.(NOBODY);
+    try {
+      report = recoverPending({ home, store, logger, salvage: false });
+    } finally {
+      process.seteuid?.(0);
+    }
+    expect(process.geteuid?.()).toBe(0);
+    expect([report.foreignOwner.map((f) => [base(f.path), f.uid]), report.inserted.map((e) => base(e.path)), report.kept, report.errors]).toEqual([
+      [['theirs.json', 0]],
+      ['mine.json'],
+      [],
+      [],
+    ]);
+    expect(summary(logger.lines)).toEqual([
+      ['info', "pending-message recovery: 1 payload(s) of uid 0 left for that uid's own recovery"],
+      ['info', 'pending-message recovery: 1 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 1 foreign, 0 error(s)'],
+    ]);
+    expect(names(spoolDir(home))).toEqual(['theirs.json']);
+  });
+});
+
+describe('recovery: a file committed earlier whose removal is refused', () => {
+  it('is reported already committed and not removed', () => {
+    const home = newHome();
+    const k = writeSpoolFile(home, 'k.json', json({ kind: 'pending', ts: 1700000001, session_key: SESSION.sessionKey, data: { text: 'by key' } }));
+    const store = storeDouble(() => undefined, () => ({ complete: false }));
+    recoverPending({ home, store, logger: memoryLogger(), resolveSessionId: () => SESSION.id });
+    writeSpoolFile(home, 'z.json', payload('z', 1700000009));
+    const report = recoverPending({
+      home,
+      store: { ...store, checkpoint: () => ({ complete: true }) },
+      logger: memoryLogger(),
+      resolveSessionId: () => null,
+      hooks: {
+        afterCommit: () => {
+          fs.unlinkSync(k);
+          fs.mkdirSync(k);
+        },
+      },
+    });
+    expect([report.alreadyCommitted.map((a) => [base(a.path), a.removed]), report.inserted.map((e) => [base(e.path), e.removed])]).toEqual([
+      [['k.json', false]],
+      [['z.json', true]],
+    ]);
+    expect(report.kept.map((x) => [base(x.path), x.reason])).toEqual([['k.json', 'not-removed']]);
   });
 });
