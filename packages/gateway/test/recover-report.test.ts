@@ -653,6 +653,7 @@ describe('recovery: a store that fails after the commit', () => {
       new RegExp(`^pending-message recovery: kept 1 recovered file\\(s\\) \\(not-removed\\): EISDIR at ${file} \\(uid ${uid}\\) — fix: .+ Their receipts are committed: the next pass removes them without inserting them again\\.$`),
     );
     expect(lines.slice(1)).toEqual([['warn', 'pending-message recovery: 1 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)', undefined]]);
+    expect(logger.lines[0]?.fields).toEqual({ path: file, code: 'EISDIR', uid: Number(uid), kept: 1 });
   });
 });
 
@@ -662,10 +663,10 @@ describe('recovery: the second reading, progress, and the store it is given', ()
     const dir = spoolDir(home);
     const big = 'x'.repeat(3 * 1024 * 1024);
     for (let i = 0; i < 3; i++) writeSpoolFile(home, `t${String(i)}.json`, payload(`${String(i)}${big}`, 1700000001 + i));
-    for (const [n, ts] of [['v', 6], ['w', 7], ['y', 8], ['z', 9]] as const) writeSpoolFile(home, `${n}.json`, payload(n, 1700000000 + ts));
+    for (const [n, ts] of [['v', 6], ['w', 7], ['y', 8], ['z', 9], ['zz', 10]] as const) writeSpoolFile(home, `${n}.json`, payload(n, 1700000000 + ts));
     writeSpoolFile(home, 'm.json', '{"unparseable');
     const outside = path.join(tempDir(), 'outside.json');
-    fs.writeFileSync(outside, payload('outside', 1700000010));
+    fs.writeFileSync(outside, payload('outside', 1700000011));
     let changed = false;
     const progress: [number, number][] = [];
     const report = recoverPending({
@@ -687,7 +688,7 @@ describe('recovery: the second reading, progress, and the store it is given', ()
         },
       },
     });
-    expect(report.inserted.map((e) => base(e.path))).toEqual(['t0.json', 't1.json', 't2.json']);
+    expect(report.inserted.map((e) => base(e.path))).toEqual(['t0.json', 't1.json', 't2.json', 'zz.json']);
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
       ['m.json', 'unparseable', 'm.json: unterminated string at position 13'],
       ['w.json', 'unparseable', 'w.json: unterminated string at position 16'],
@@ -701,22 +702,24 @@ describe('recovery: the second reading, progress, and the store it is given', ()
       ],
     ]);
     // m.json is settled by the first pass; every later file counts once, whatever became of it.
-    expect(progress).toEqual([[2, 8], [3, 8], [4, 8], [8, 8]]);
-    expect(fs.readFileSync(outside, 'utf8')).toBe(payload('outside', 1700000010));
+    expect(progress).toEqual([[2, 9], [3, 9], [4, 9], [9, 9], [9, 9]]);
+    expect(fs.readFileSync(outside, 'utf8')).toBe(payload('outside', 1700000011));
   });
 
   it('progress counts what the first pass settles from the first call on', () => {
     const home = newHome();
     fs.mkdirSync(path.join(spoolDir(home), 'm.json'), { recursive: true });
     writeSpoolFile(home, 'a.json', 'not json');
+    writeSpoolFile(home, 'b.json', Buffer.from([0x7b, 0xff, 0x7d]));
     writeSpoolFile(home, 'f.json', json({ kind: 'pending', ts: 1700000001, data: { text: '' } }));
     writeSpoolFile(home, 'g1.json', payload('g1', 1700000002));
     writeSpoolFile(home, 'g2.json', payload('g2', 1700000003));
     const progress: [number, number][] = [];
     const report = recoverPending({ home, store: storeDouble(() => undefined, () => ({ complete: true })), logger: memoryLogger(), batchSize: 1, onProgress: (d, t) => progress.push([d, t]) });
-    expect(progress).toEqual([[4, 5], [5, 5], [5, 5]]);
+    expect(progress).toEqual([[5, 6], [6, 6], [6, 6]]);
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
       ['a.json', 'unparseable', 'a.json: unexpected token at position 0'],
+      ['b.json', 'unparseable', 'b.json: The encoded data was not valid for encoding utf-8'],
       ['m.json', 'not-a-regular-file', 'm.json is not a regular file'],
       ['f.json', 'no-text', 'data.text is missing or empty'],
     ]);
@@ -776,6 +779,7 @@ describe('recovery: the second reading, progress, and the store it is given', ()
     writeSpoolFile(home, 'c2.json', json({ reason: 'transcript_cap_drop', ts: 1700000004, data: { session_id: 's', message: { role: 'assistant', content: '' } } }));
     writeSpoolFile(home, 'u.json', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
     writeSpoolFile(home, 'nk.json', json({ kind: 'pending', ts: 1700000005, data: { text: 'neither key nor id' } }));
+    writeSpoolFile(home, 'c3.json', json({ reason: 'transcript_cap_drop', ts: 1700000006, data: { session_id: 7, message: { role: 'user', content: 'x' } } }));
     const store = storeDouble((e) => {
       for (const r of e.rows) rows.push([e.fileName, r.content, r.timestamp]);
       return undefined;
@@ -793,6 +797,7 @@ describe('recovery: the second reading, progress, and the store it is given', ()
       ['e.json', 'no-text', 'data.text is missing or empty'],
       ['c0.json', 'invalid-cap-drop', 'needs data.session_id and an object data.message'],
       ['nk.json', 'unresolved', 'no data.session_id and no session_key'],
+      ['c3.json', 'invalid-cap-drop', 'needs data.session_id and an object data.message'],
     ]);
   });
 
@@ -898,7 +903,9 @@ describe('recovery: removals that are refused, and salvage that found only a tor
 });
 
 describe('recovery as a uid that cannot read every payload (this process, its effective uid dropped for the pass)', () => {
-  itNeeds(['root'], "another uid's 0600 payload is left for that uid's recovery, named with its uid; this uid's own is recovered", () => {
+  // process.seteuid works only on the main thread: vitest's default pool (forks, as in CI) has it; Stryker's
+  // runner uses worker threads, so this test does not run under mutation testing.
+  itNeeds(['root', 'main-thread'], "another uid's 0600 payload is left for that uid's recovery, named with its uid; this uid's own is recovered", () => {
     const NOBODY = 65534;
     const home = newHome();
     const mine = writeSpoolFile(home, 'mine.json', payload('mine', 1700000001));
@@ -956,5 +963,25 @@ describe('recovery: a file committed earlier whose removal is refused', () => {
       [['z.json', true]],
     ]);
     expect(report.kept.map((x) => [base(x.path), x.reason])).toEqual([['k.json', 'not-removed']]);
+  });
+});
+
+describe('recovery: a store named by an empty path, and a pass that only kept files', () => {
+  it('an empty store path is "the session store"; kept files alone make the summary a warning', () => {
+    const home = newHome();
+    writeSpoolFile(home, 'c.json', payload('c', 1700000001));
+    writeSpoolFile(home, 'e.json', json({ kind: 'pending', ts: 1700000002, data: { text: '' } }));
+    const store = { ...storeDouble(() => undefined, () => ({ complete: false })), path: '' };
+    const logger = memoryLogger();
+    const report = recoverPending({ home, store, logger });
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
+      ['e.json', 'no-text', 'data.text is missing or empty'],
+      ['c.json', 'not-checkpointed', 'the checkpoint of the session store did not complete'],
+    ]);
+    const quiet = newHome();
+    writeSpoolFile(quiet, 'e.json', json({ kind: 'pending', ts: 1700000002, data: { text: '' } }));
+    const kept = memoryLogger();
+    recoverPending({ home: quiet, store: storeDouble(() => undefined), logger: kept });
+    expect(summary(kept.lines).at(-1)).toEqual(['warn', 'pending-message recovery: 0 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)']);
   });
 });

@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import { describe, it } from 'vitest';
 
 export type Precondition =
@@ -21,7 +22,9 @@ export type Precondition =
   | 'git'
   | 'script'
   | 'systemd-tmpfiles'
-  | 'systemd-analyze';
+  | 'systemd-analyze'
+  /** The test file runs on its process's main thread (vitest's `forks` pool): `process.seteuid` is refused in workers. */
+  | 'main-thread';
 
 /** True under CI (`CI=true` or `CI=1`). */
 export const inCI = process.env.CI === 'true' || process.env.CI === '1';
@@ -68,6 +71,7 @@ const probes: Record<Precondition, () => string | undefined> = {
     findExecutable('systemd-tmpfiles') !== undefined ? undefined : 'systemd-tmpfiles on PATH (package: systemd)',
   'systemd-analyze': () =>
     findExecutable('systemd-analyze') !== undefined ? undefined : 'systemd-analyze on PATH (package: systemd)',
+  'main-thread': () => (isMainThread ? undefined : "the process's main thread (vitest pool \"forks\"; process.seteuid is refused in worker threads)"),
 };
 
 /** Chromium's executable (Debian's `chromium`), or undefined. */
