@@ -1,7 +1,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FsPolicyError } from './errors.js';
-import { type AnchorMode, anchorMode } from './internal/anchor.js';
+import { type AnchorMode, anchorMode, fallbackReason } from './internal/anchor.js';
 import { readRegularFileIfExistsSync, readRegularFileSync } from './read.js';
 import { MANAGED_INSTALL } from './registry.js';
 import { getLogger } from './logger.js';
@@ -212,9 +212,18 @@ export interface HermesEnvironment {
   readonly umaskSource: 'proc' | 'option' | 'assumed';
   /**
    * How paths are resolved: `procfd` (descriptor-relative through /proc/self/fd — the full guarantee) or
-   * `fallback` (no usable /proc: path operations checked by dev/ino after each open — a weaker guarantee).
+   * `fallback` (no usable /proc: path operations checked by dev/ino after each open — a weaker guarantee,
+   * so a privileged actor and any write into a shared home are refused with `EUNSAFE_FALLBACK`).
    */
   readonly resolver: AnchorMode;
+  /** Why descriptors are unavailable (with the errno that decided), or null in `procfd` mode. */
+  readonly resolverReason?: string | null;
+  /**
+   * The explicit opt-in to act by path in fallback mode where it is otherwise refused (root, HERMES_UID/GID,
+   * a shared home). True only when `loadEnvironment` was given `allowPathFallback: true` AND the environment
+   * has `HERMES_ALLOW_PATH_FALLBACK=1`. A concurrent rename by another uid can then redirect writes.
+   */
+  readonly allowPathFallback?: boolean;
   readonly warnings: readonly string[];
 }
 
@@ -227,6 +236,23 @@ export interface LoadEnvironmentOptions {
   env?: EnvSource;
   /** Override the umask (tests, or an embedder that knows it). */
   umask?: number;
+  /**
+   * Accept path operations in fallback mode for a privileged actor or a shared home (see
+   * {@link HermesEnvironment.allowPathFallback}). Effective only together with `HERMES_ALLOW_PATH_FALLBACK=1`.
+   */
+  allowPathFallback?: boolean;
+}
+
+/** The opt-in needs both the caller's option and the operator's variable; in fallback mode either alone is a warning. */
+function pathFallbackOptIn(option: boolean | undefined, env: EnvSource, resolver: AnchorMode, warnings: string[]): boolean {
+  const variable = env.HERMES_ALLOW_PATH_FALLBACK?.trim();
+  const fromEnv = variable === '1';
+  if (variable !== undefined && variable !== '' && !fromEnv) {
+    warnings.push(`HERMES_ALLOW_PATH_FALLBACK=${JSON.stringify(env.HERMES_ALLOW_PATH_FALLBACK)} ignored: only 1 opts in`);
+  }
+  if (resolver === 'fallback' && fromEnv && option !== true) warnings.push('HERMES_ALLOW_PATH_FALLBACK=1 has no effect: this program does not allow path fallback');
+  if (resolver === 'fallback' && option === true && !fromEnv) warnings.push('allowPathFallback has no effect without HERMES_ALLOW_PATH_FALLBACK=1 in the environment');
+  return option === true && fromEnv;
 }
 
 /**
@@ -251,8 +277,15 @@ export function loadEnvironment(options: LoadEnvironmentOptions = {}): HermesEnv
   const umask = options.umask ?? read ?? assumedUmask(managed.managed);
   const umaskSource = options.umask !== undefined ? 'option' : read !== null ? 'proc' : 'assumed';
   const resolver = anchorMode();
+  const resolverReason = fallbackReason();
+  const allowPathFallback = pathFallbackOptIn(options.allowPathFallback, env, resolver, warnings);
   if (resolver === 'fallback') {
-    warnings.push('no usable /proc/self/fd: paths are resolved by name and checked by dev/ino afterwards (weaker against concurrent renames)');
+    warnings.push(
+      `descriptors are unavailable (${resolverReason ?? 'reason unknown'}): paths are resolved by name and checked by dev/ino afterwards, ` +
+        (allowPathFallback
+          ? 'and HERMES_ALLOW_PATH_FALLBACK=1 with allowPathFallback lets root, HERMES_UID/GID and shared homes act by path (a concurrent rename can redirect them)'
+          : 'so root, HERMES_UID/GID and writes into a shared home are refused (EUNSAFE_FALLBACK)'),
+    );
   }
   for (const w of warnings) warnOnce(w);
   return {
@@ -264,6 +297,8 @@ export function loadEnvironment(options: LoadEnvironmentOptions = {}): HermesEnv
     umask,
     umaskSource,
     resolver,
+    resolverReason,
+    allowPathFallback,
     warnings,
   };
 }

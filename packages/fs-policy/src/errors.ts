@@ -37,6 +37,7 @@ export type PolicyCode =
   | 'EMODE_TOO_WIDE'
   | 'EDANGEROUS_HOME'
   | 'EUNSAFE_PATH'
+  | 'EUNSAFE_FALLBACK'
   | 'ERACE'
   | 'ETORN_RECORD'
   | 'ETOO_LARGE';
@@ -180,6 +181,8 @@ export function hintFor(code: string, path: string, uid: number, gid: number): s
       return `point HERMES_HOME at a directory of its own (e.g. /var/lib/hermes/.hermes), never at / or a shared system directory.`;
     case 'EUNSAFE_PATH':
       return `a directory on the way to ${path} can be changed by a uid other than root and the home's owner; make it root-owned and not group/world-writable (chmod go-w), or move the home, before running as root.`;
+    case 'EUNSAFE_FALLBACK':
+      return `descriptor-relative resolution (/proc/self/fd) is unavailable, so ${path} could only be reached by path, which a concurrent rename can redirect. Mount procfs (or run where /proc/self/fd works); or run as the home's owner, without HERMES_UID/HERMES_GID, on a home only that uid can write; or accept the risk: HERMES_ALLOW_PATH_FALLBACK=1 together with loadEnvironment({ allowPathFallback: true }).`;
     case 'ERACE':
       return `${path} kept changing while Hermes was using it (another process is renaming or replacing entries there); stop that process and retry.`;
     case 'ETORN_RECORD':

@@ -130,9 +130,11 @@ export function scanTreeSync(root: string, visitor: ScanVisitor): ScanResult {
 
 /**
  * The check made before acting on a home as root (or as any uid other processes could redirect): every
- * directory above it must be owned by root or the home's owner (or HERMES_UID) and writable by nobody else
- * (sticky directories excepted), every link on the way must sit in such a directory, and the home must not be
- * `/`. Returns the home's `lstat` after resolving links; throws `EUNSAFE_PATH` (naming the directory others
+ * directory above it must be owned by root or the home's owner — not HERMES_UID, which only names the uid
+ * created files are given to — and writable by nobody else (sticky directories excepted), every link on the
+ * way must sit in such a directory, and the home must not be `/`. A home that does not exist yet has no owner:
+ * only root is trusted on the way to it. With `uid` (HERMES_UID) given, the home must belong to root or to that
+ * uid. Returns the home's `lstat` after resolving links; throws `EUNSAFE_PATH` (naming the directory others
  * could change), `EFOREIGN_OWNER` or `EDANGEROUS_HOME`.
  */
 export function checkHomeChainSync(home: string, env: { readonly uid?: number | undefined }): fs.Stats {

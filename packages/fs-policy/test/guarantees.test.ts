@@ -336,9 +336,10 @@ describe('no /proc, Worker threads: no untyped crash, the umask is never changed
 describeNeeds(['root', 'linux', 'unshare'], 'without /proc (a mount namespace with procfs unmounted)', () => {
   it('the environment says fallback and an assumed umask; writes still land with the policy modes; no crash', () => {
     const env = tempEnv();
+    fs.chownSync(env.home, 65534, 65534); // a single unprivileged user in its own home (root is refused in fallback: fail-closed.test.ts)
     const r = spawnSync(
       'unshare',
-      ['--mount', '--propagation', 'private', '/bin/sh', '-c', 'umount -l /proc && exec "$0" "$@"', process.execPath, fixture('no-proc.mjs'), env.home],
+      ['--mount', '--propagation', 'private', '/bin/sh', '-c', 'umount -l /proc && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- "$0" "$@"', process.execPath, fixture('no-proc.mjs'), env.home],
       { encoding: 'utf8', env: { PATH: process.env.PATH }, timeout: 30_000 },
     );
     expect(r.status, r.stderr).toBe(0);

@@ -4,13 +4,17 @@
  */
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
-import { currentUid, errnoCode, FsPolicyError, toPolicyError } from '../errors.js';
+import { currentUid, FsPolicyError } from '../errors.js';
 import type { HermesEnvironment } from '../env.js';
 import { dirModeFor, getKind, type KindRef } from '../registry.js';
 import { call, type Plan } from './io.js';
 import { anchorMode, selfFd } from './anchor.js';
-import { anchorAt, asRoot, raceError, checkRawPath, componentsBelow, type CreateSpec, type DirRef, type Held, lazyRoot, materialize, realOf, type RootRef, statOf, tryOpenBelow, walkPlan } from './resolve.js';
+import { anchorAt, asRoot, checkRawPath, componentsBelow, type CreateSpec, type DirRef, type Held, lazyRoot, materialize, realOf, type RootRef, statOf, tryOpenBelow, walkPlan } from './resolve.js';
 import { isInside } from './steps.js';
+import { chainCheckPlan, type ChainTrust } from './chain.js';
+import { type Intent, refuseUnsafeFallback, sharedDirReason, sharedHomeReason } from './fallback.js';
+
+export { chainCheckPlan, type ChainTrust } from './chain.js';
 
 export interface Reached {
   /** The root links must stay inside (the home, the explicit root, or the anchor of an outside target). */
@@ -32,22 +36,29 @@ export interface ReachOptions {
   readonly root?: string | undefined;
   /** Create missing levels with this kind's directory mode; undefined: everything must exist. */
   readonly createFor?: KindRef | undefined;
+  /**
+   * What the operation does below the directory reached (default `write`: create, write, rename, unlink,
+   * chmod, chown). Decides, in fallback mode, whether a shared home is refused.
+   */
+  readonly intent?: Intent | undefined;
 }
 
 /**
- * Chains already found safe, by home path and HERMES_UID, with the identity of the directory then opened.
- * Only root and the home's owner can change a directory on a safe chain, so the verdict holds while that
- * identity does; a different directory at the path is checked again.
+ * Homes whose chain was found safe, by home path and HERMES_UID, with the identity and owner of the home then
+ * opened. The verdict trusted root and that owner; only they can change a directory on a safe chain, so it
+ * holds while the home opened is the same directory with the same owner — anything else is checked again.
+ * Only chains whose top is the home itself are remembered: for an explicit root or an outside target the
+ * trusted owner is the home's, which the top's identity does not pin, so those are checked every time.
  */
-const verifiedChains = new Map<string, { dev: number; ino: number }>();
+const verifiedChains = new Map<string, { dev: number; ino: number; uid: number }>();
 
 function rememberChain(key: string, st: fs.Stats): void {
   if (verifiedChains.size >= 256) verifiedChains.clear();
-  verifiedChains.set(key, { dev: st.dev, ino: st.ino });
+  verifiedChains.set(key, { dev: st.dev, ino: st.ino, uid: st.uid });
 }
 
-function sameInode(a: { dev: number; ino: number } | undefined, b: fs.Stats): boolean {
-  return a?.dev === b.dev && a.ino === b.ino;
+function sameInode(a: { dev: number; ino: number; uid?: number } | undefined, b: fs.Stats): boolean {
+  return a?.dev === b.dev && a.ino === b.ino && (a.uid === undefined || a.uid === b.uid);
 }
 
 /** True when this process may act for others (root): the path to the home must then be one others cannot redirect. */
@@ -81,11 +92,18 @@ function scopeFor(target: string, env: HermesEnvironment, root: string | undefin
  * Reaches the directory `dir` (absolute or relative to the cwd). The home (or the explicit root, or for a
  * target outside both, the target's deepest existing ancestor) is opened by path — and, when privileged, only
  * after the chain check — and everything below it is walked through descriptors. Descriptors go to `held`.
+ *
+ * This is the gate of every primitive that acts in a home: in fallback mode (no descriptors) it refuses a
+ * privileged actor, and a write into a shared home, with `EUNSAFE_FALLBACK` before anything is opened (see
+ * `fallback.ts`); the opt-in of the environment is the only way past.
  */
 export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): Plan<Reached> {
   checkRawPath(dir);
   const env = options.env;
   const target = path.resolve(dir);
+  const intent = options.intent ?? 'write';
+  refuseUnsafeFallback({ path: target, intent, env });
+  held.admitPathFallback();
   const { trustTop, containment } = scopeFor(target, env, options.root);
   if (containment !== undefined && trustTop === path.parse(trustTop).root) {
     throw new FsPolicyError({
@@ -117,18 +135,23 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
       return yield* finish(top, stack, 1);
     }
   }
-  const chainKey = `${trustTop}\0${String(env.uid)}`;
-  const cached = privileged ? verifiedChains.get(chainKey) : undefined;
-  const chain = privileged && cached === undefined ? yield* chainCheckPlan(trustTop, env) : undefined;
+  const trust: ChainTrust = { uid: env.uid, home: env.home };
+  const chainKey = trustTop === env.home ? `${trustTop}\0${String(env.uid)}` : undefined;
+  const cached = privileged && chainKey !== undefined ? verifiedChains.get(chainKey) : undefined;
+  const chain = privileged && cached === undefined ? yield* chainCheckPlan(trustTop, trust) : undefined;
   const { anchor, missing } = yield* anchorAt(trustTop, held);
   if (privileged) {
     const opened = yield* statOf(anchor, held);
-    let want = chain ?? cached;
-    if (chain === undefined && !sameInode(want, opened)) want = yield* chainCheckPlan(trustTop, env); // moved since: check again
-    if (!sameInode(want, opened)) {
+    let want: { dev: number; ino: number; uid?: number } | undefined = chain ?? cached;
+    if (chain === undefined && !sameInode(want, opened)) want = yield* chainCheckPlan(trustTop, trust); // changed since: check again
+    if (!sameInode({ dev: want?.dev ?? -1, ino: want?.ino ?? -1 }, opened)) {
       throw new FsPolicyError({ code: 'ERACE', step: 'resolve', path: anchor.path, message: `${anchor.path} changed between the ownership check and its use` });
     }
-    rememberChain(chainKey, opened);
+    if (chainKey !== undefined && missing.length === 0) rememberChain(chainKey, opened);
+  }
+  if (intent === 'write' && anchorMode() === 'fallback') {
+    // Tree evidence, whatever the environment says: a top others can write is shared.
+    refuseUnsafeFallback({ path: target, intent, env, shared: sharedDirReason(anchor.path, yield* statOf(anchor, held)) });
   }
   top = anchor;
   stack = [anchor];
@@ -164,7 +187,7 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
  * write): only then can a directory already reached be moved out of it by someone else.
  */
 function sharedHome(env: HermesEnvironment): boolean {
-  return env.managed.managed || (env.homeMode.mode & 0o022) !== 0;
+  return sharedHomeReason(env) !== undefined;
 }
 
 /**
@@ -225,118 +248,5 @@ export function refuseToInventHome(home: string, env: HermesEnvironment): void {
       path: home,
       message: `Named profile home does not exist: ${home}; refusing to recreate it`,
     });
-  }
-}
-
-interface ChainEntry {
-  readonly path: string;
-  readonly st: fs.Stats;
-  /** The directory the entry sits in (its st), for links. */
-  readonly parent: fs.Stats | undefined;
-}
-
-/**
- * The path check made before root acts on a home (OpenSSH's StrictModes, systemd's safe transitions): from
- * `/` down to `top`, every directory passed through — links resolved here, one step at a time — must be
- * owned by root or by the home's owner and must not be writable by anyone else (a sticky directory is
- * accepted: others may add entries there but cannot replace ours). A link must sit in such a directory, and
- * in a sticky one it must itself belong to root or the home's owner. With HERMES_UID set, the home must belong
- * to root or to that uid. Returns the `lstat` of the deepest existing directory (compared with what is then
- * opened), or throws EUNSAFE_PATH naming the directory that others could change.
- */
-export function* chainCheckPlan(top: string, env: { readonly uid?: number | undefined }): Plan<fs.Stats> {
-  const dirs: ChainEntry[] = [];
-  const links: ChainEntry[] = [];
-  let cur = path.parse(top).root;
-  let curSt = yield* lstatPath(cur, top);
-  if (curSt === undefined) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: cur, message: `${cur} does not exist` });
-  dirs.push({ path: cur, st: curSt, parent: undefined });
-  const queue = top.split('/').filter((c) => c !== '');
-  let hops = 0;
-  let complete = true;
-  while (queue.length > 0) {
-    const name = queue.shift() ?? '';
-    if (name === '.' || name === '') continue;
-    if (name === '..') {
-      cur = path.dirname(cur);
-      const back = [...dirs].reverse().find((d) => d.path === cur);
-      curSt = back?.st ?? curSt;
-      continue;
-    }
-    const p = path.join(cur, name);
-    const st = yield* lstatPath(p, top);
-    if (st === undefined) {
-      complete = false;
-      break;
-    }
-    if (st.isSymbolicLink()) {
-      if (++hops > 40) throw new FsPolicyError({ code: 'ELOOP', step: 'resolve', path: p, message: `too many levels of symbolic links at ${p}` });
-      links.push({ path: p, st, parent: curSt });
-      let text: string;
-      try {
-        text = yield* call('resolve', p, 'readlink', p);
-      } catch (err) {
-        const code = errnoCode(err);
-        if (code === 'EINVAL' || code === 'ENOENT') throw raceError(p); // replaced between lstat and readlink
-        throw toPolicyError(err, 'resolve', p, `readlink ${p}`);
-      }
-      if (path.isAbsolute(text)) cur = path.parse(text).root;
-      queue.unshift(...text.split('/'));
-      continue;
-    }
-    if (!st.isDirectory()) {
-      throw new FsPolicyError({ code: 'ENOTDIR', step: 'resolve', path: p, message: `${p} is not a directory` });
-    }
-    dirs.push({ path: p, st, parent: curSt });
-    cur = p;
-    curSt = st;
-  }
-  // The deepest existing directory is what gets opened and walked below through descriptors: it may be
-  // group-shared itself (a 2770 home), but its owner must be trusted and every directory above it safe.
-  const last = dirs[dirs.length - 1];
-  const home = complete ? last : undefined;
-  if (home !== undefined && env.uid !== undefined && home.st.uid !== 0 && home.st.uid !== env.uid) {
-    throw new FsPolicyError({
-      code: 'EFOREIGN_OWNER',
-      step: 'resolve',
-      path: top,
-      message: `${top} is owned by uid ${String(home.st.uid)}, neither root nor HERMES_UID=${String(env.uid)}; refusing to act on it as root`,
-    });
-  }
-  const owners = new Set<number>([0]);
-  if (env.uid !== undefined) owners.add(env.uid);
-  if (home !== undefined) owners.add(home.st.uid);
-  const trusted = (uid: number): boolean => owners.has(uid);
-  for (const d of dirs) {
-    if (!trusted(d.st.uid)) throw unsafe(d.path, top, `is owned by uid ${String(d.st.uid)}`);
-    if (d === last) continue; // what is below it is the resolver's job
-    const sticky = (d.st.mode & 0o1000) !== 0;
-    if (!sticky && (d.st.mode & 0o022) !== 0) {
-      throw unsafe(d.path, top, `is writable by ${(d.st.mode & 0o020) !== 0 ? 'its group' : 'others'} (mode ${(d.st.mode & 0o7777).toString(8).padStart(4, '0')})`);
-    }
-  }
-  for (const l of links) {
-    const parentSticky = l.parent !== undefined && (l.parent.mode & 0o1000) !== 0;
-    if (parentSticky && !trusted(l.st.uid)) throw unsafe(l.path, top, `is a link owned by uid ${String(l.st.uid)} in a sticky directory`);
-  }
-  if (last === undefined) throw new FsPolicyError({ code: 'ENOENT', step: 'resolve', path: top, message: `${top} does not exist` });
-  return last.st;
-}
-
-function unsafe(p: string, top: string, why: string): FsPolicyError {
-  return new FsPolicyError({
-    code: 'EUNSAFE_PATH',
-    step: 'resolve',
-    path: p,
-    message: `refusing to act on ${top} as root: ${p} ${why}, so another uid could redirect the path`,
-  });
-}
-
-function* lstatPath(p: string, top: string): Plan<fs.Stats | undefined> {
-  try {
-    return yield* call('resolve', p, 'lstat', p);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return undefined;
-    throw toPolicyError(err, 'resolve', p, `lstat ${p} (on the way to ${top})`);
   }
 }

@@ -15,6 +15,7 @@ import { getLogger } from '../logger.js';
 import { anchorMode, atFd, O_PATH, selfFd } from './anchor.js';
 import { call, O, type Plan } from './io.js';
 import { bestEffort, isInside, op } from './steps.js';
+import { refuseUnsafeFallback } from './fallback.js';
 
 /** A directory held open for the duration of one operation. */
 export interface DirRef {
@@ -42,6 +43,19 @@ export interface RootRef extends DirRef {
 /** Every descriptor one operation opened; released (closed) once, at the end, whatever happened. */
 export class Held {
   private readonly refs: DirRef[] = [];
+  private fallbackAdmitted = false;
+  /**
+   * Records that the operation passed the fallback gate with its full environment (`reachDirPlan`): its roots
+   * may then be opened by path in fallback mode. Without it, {@link materialize} and {@link anchorAt} refuse a
+   * privileged process in fallback mode (`EUNSAFE_FALLBACK`).
+   */
+  admitPathFallback(): void {
+    this.fallbackAdmitted = true;
+  }
+  /** Whether {@link Held.admitPathFallback} was called. */
+  get pathFallbackAdmitted(): boolean {
+    return this.fallbackAdmitted;
+  }
   add<T extends DirRef>(ref: T): T {
     this.refs.push(ref);
     return ref;
@@ -388,8 +402,13 @@ export function raceError(p: string): FsPolicyError {
   });
 }
 
-/** Opens an existing directory by path, letting the kernel follow links (the operator's part of a path). */
+/**
+ * Opens an existing directory by path, letting the kernel follow links (the operator's part of a path). Every
+ * root of every operation is opened here: in fallback mode an operation that did not pass the gate with its
+ * environment (the scan, the sweep) is refused when the process is privileged.
+ */
 function* openByPath(p: string, held: Held): Plan<RootRef | undefined> {
+  if (!held.pathFallbackAdmitted) refuseUnsafeFallback({ path: p, intent: 'read' });
   let fd: number;
   try {
     fd = yield* call('resolve', p, 'open', p, dirFlags(), 0);
@@ -425,6 +444,7 @@ export function* materialize<T extends DirRef>(dir: T, held: Held): Plan<T> {
 /** Opens `<root>/<name>` as a directory (no link at `name`); undefined on any failure (the caller takes the long way). */
 export function* tryOpenBelow(root: string, name: string, held: Held): Plan<DirRef | undefined> {
   const p = path.join(root, name);
+  if (!held.pathFallbackAdmitted) refuseUnsafeFallback({ path: p, intent: 'read' });
   try {
     const fd = yield* call('resolve', p, 'open', p, dirFlags() | O.NOFOLLOW, 0);
     return held.add<DirRef>({ fd, path: p });
