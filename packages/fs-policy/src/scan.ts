@@ -169,13 +169,15 @@ export interface HeldDirectory {
  * reaches its directory: the home (or `root`) by path, every level below it through descriptors, a link that
  * leaves the root refused. Operations made through {@link HeldDirectory.at} then act on this very directory
  * even if a member of the service group swaps it for a link. ENOENT (typed) when it does not exist.
+ * `intent` (default `write`) says whether the caller will change entries: without descriptors (fallback mode)
+ * a privileged process is always refused, and a `write` into a shared home too (`EUNSAFE_FALLBACK`).
  */
-export function holdDirectorySync(dir: string, options: { env?: HermesEnvironment; root?: string } = {}): HeldDirectory {
+export function holdDirectorySync(dir: string, options: { env?: HermesEnvironment; root?: string; intent?: 'read' | 'write' } = {}): HeldDirectory {
   const env = options.env ?? loadEnvironment();
   const held = new Held();
   let ref: DirRef;
   try {
-    ref = runSync(reachDirPlan(dir, { env, root: options.root }, held)).dir;
+    ref = runSync(reachDirPlan(dir, { env, root: options.root, intent: options.intent }, held)).dir;
     runSync(materialize(ref, held));
   } catch (err) {
     runSync(held.release());

@@ -16,7 +16,8 @@ import { fixture } from './helpers.js';
 const ITERATIONS = 2000;
 const MASKED_REASON = 'procfs is not mounted here, or is masked: /proc/self/fd does not exist [ENOENT]';
 const WRITES = ['write', 'append', 'mkdir', 'ensure-home', 'ensure-file', 'reconcile', 'hold'] as const;
-const EVERY = [...WRITES, 'scan', 'sweep'] as const;
+const READS = ['scan', 'hold-read'] as const;
+const EVERY = [...WRITES, ...READS, 'sweep'] as const;
 
 interface OpsReport {
   resolver: string;
@@ -167,13 +168,13 @@ describeNeeds(['root', 'linux', 'useradd', 'mount', 'unshare'], 'row 2: fail clo
     expect(serviceWithUid.messages.write).toContain('and HERMES_UID is set (the process acts for another uid)');
     expect(tree(uidCase.home)).toEqual([]);
 
-    // The service in a managed 2770 home: every write refused, reading (the scan) still works.
+    // The service in a managed 2770 home: every write refused, reading (the scan, a directory held to read) still works.
     const managed = layout(service, 0o2770);
     for (const d of ['pending_messages', 'moa-traces', 'sessions', 'cron', 'logs', 'memories']) shareDir(path.join(managed.home, d));
     const before = tree(managed.home);
-    const svc = await ops(managed.home, service, { HERMES_MANAGED: 'nixos' }, [...WRITES, 'scan']);
+    const svc = await ops(managed.home, service, { HERMES_MANAGED: 'nixos' }, [...WRITES, ...READS]);
     count('service/managed', svc);
-    expect(svc.results).toEqual({ ...all(WRITES, 'EUNSAFE_FALLBACK'), scan: 'ok' });
+    expect(svc.results).toEqual({ ...all(WRITES, 'EUNSAFE_FALLBACK'), ...all(READS, 'ok') });
     expect(svc.messages.append).toContain('and the home is a managed, group-shared install');
     // A 2770 home that the environment calls unmanaged (a marker or a variable that lies) is shared all the same.
     const lied = await ops(managed.home, service, { HERMES_MANAGED: 'false' }, ['write', 'append', 'mkdir']);
