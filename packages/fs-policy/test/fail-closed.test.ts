@@ -282,6 +282,20 @@ describeNeeds(['root', 'linux', 'useradd', 'mount', 'unshare'], 'row 2: fail clo
       const r = await race(['swap', l.home, 'pending_messages', rootOnly], { script: fixture('victim.mjs'), args: ['write', l.home, String(ITERATIONS)], as: root, env }, l.stop);
       check('root+HERMES_UID write-swap', r, rootOnly);
     }
+    // Root with HERMES_UID against a home whose group-writable parent lets the attacker relink the home itself.
+    {
+      const base = path.join(mnt, `case-${String(n++)}`);
+      fs.mkdirSync(base, { mode: 0o755 });
+      const state = path.join(base, 'state');
+      shareDir(state);
+      const home = path.join(state, 'home');
+      shareDir(home);
+      const rootOnly = path.join(base, 'root-only');
+      fs.mkdirSync(rootOnly, { mode: 0o700 });
+      const env = { ...managedEnv(home), HERMES_UID: String(service.uid), HERMES_GID: String(users.gid) };
+      const r = await race(['relink', state, 'home', rootOnly], { script: fixture('victim.mjs'), args: ['write', home, String(ITERATIONS)], as: root, env }, path.join(base, 'stop'));
+      check('root+HERMES_UID relinked-home', r, rootOnly);
+    }
     // Root without HERMES_UID: the same swap.
     {
       const l = layout(service, 0o2770);
