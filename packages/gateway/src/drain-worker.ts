@@ -13,6 +13,8 @@ import { atomicWrite, FsPolicyError, type HermesEnvironment } from '@hermes/fs-p
 interface DrainWorkerData {
   readonly items: readonly { readonly path: string; readonly data: Uint8Array }[];
   readonly env: HermesEnvironment;
+  /** The held spool's descriptor path (the write's root: nothing is resolved above it). */
+  readonly root: string | undefined;
   readonly concurrency: number;
   readonly status: SharedArrayBuffer;
   readonly modes: SharedArrayBuffer;
@@ -34,7 +36,7 @@ try {
       const item = data.items[i];
       if (item === undefined) return;
       try {
-        const r = await atomicWrite(item.path, item.data, { kind: 'pending-messages', durable: 'file', createParents: false, env: data.env });
+        const r = await atomicWrite(item.path, item.data, { kind: 'pending-messages', durable: 'file', createParents: false, env: data.env, ...(data.root === undefined ? {} : { root: data.root }) });
         modes[i] = r.mode;
         Atomics.store(status, i + 1, 1);
       } catch (err) {

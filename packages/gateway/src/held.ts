@@ -47,6 +47,27 @@ function release(key: string): void {
   h.dir.close();
 }
 
+/** The held directory of `dir` while a hold on it is active (undefined otherwise). */
+export function heldSpool(dir: string): HeldDirectory | undefined {
+  return held.get(path.resolve(dir))?.dir;
+}
+
+/**
+ * The held spool of `dir` for an operation that must act through it: throws a typed error (never falls back
+ * to the path) when no hold on it is active.
+ */
+export function requireHeld(dir: string): HeldDirectory {
+  const h = heldSpool(dir);
+  if (h !== undefined) return h;
+  throw new FsPolicyError({
+    code: 'EUNEXPECTED',
+    step: 'read',
+    path: dir,
+    message: `${dir} is not held by this process; refusing to reach its entries by path`,
+    hint: 'hold the spool (holdSpool) around the operation; this is a bug of the caller.',
+  });
+}
+
 /** The path to pass to an fs call for `p` (a held spool directory itself, or an entry of it); `p` otherwise. */
 export function sys(p: string): string {
   const self = held.get(p);

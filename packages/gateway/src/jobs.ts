@@ -6,23 +6,17 @@
  * job that is not on disk yet ({@link drainJob}). A payload written twice (once by the interrupted async
  * write, once by the drain) goes to the same name with the same bytes, so it exists once.
  */
-import * as fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import {
-  atomicWrite,
-  atomicWriteSync,
-  FsPolicyError,
-  fsyncDirectory,
-  fsyncDirectorySync,
-  isErrnoException,
-  secureMkdir,
-  secureMkdirSync,
-  type WriteResult,
-} from '@hermes/fs-policy';
+import { FsPolicyError, isErrnoException, secureMkdir, secureMkdirSync } from '@hermes/fs-policy';
+import { logFailures } from './flush-log.js';
 import { count, type GatewayLogger } from './log.js';
 import type { PayloadKind } from './payload.js';
 import { SPOOL_KIND, type SpoolLocation } from './spool.js';
+import { checkPlacement, targetOf, writeItem, writeItemSync } from './job-spool.js';
+import type { SpoolTarget } from './spool-target.js';
+
+export { drainBlocking } from './drain-blocking.js';
+export { targetOf } from './job-spool.js';
+export { failureGroups } from './flush-log.js';
 
 /** What made the rest of a flush go the synchronous way. */
 export type DrainReason =
@@ -78,7 +72,7 @@ export interface SkippedEntry {
  * flush time was used; the message itself is written).
  */
 export interface FlushWarning {
-  readonly code: 'EINVALID_OPTION' | 'ETIMESTAMP';
+  readonly code: 'EINVALID_OPTION' | 'ETIMESTAMP' | 'ESPOOL_MOVED';
   readonly message: string;
   /** The payload file concerned, or null for an option. */
   readonly target: string | null;
@@ -92,14 +86,18 @@ export interface FlushReport {
   readonly failed: FailedEntry[];
   readonly skipped: SkippedEntry[];
   readonly warnings: FlushWarning[];
-  /** False when the final directory fsync failed (the written files are in place but may not survive a power loss). */
+  /**
+   * True only when every directory the written payloads are in was fsynced through the descriptor the writes
+   * were made relative to. False when that fsync failed, or when the held spool was moved out of the home
+   * (its payloads are then failed, not written).
+   */
   durable: boolean;
   /** Set when a stop event wrote the rest of this flush synchronously (see the stop contract). */
   drained: DrainReason | null;
   elapsedMs: number;
 }
 
-interface Item {
+export interface Item {
   readonly kind: PayloadKind;
   readonly sessionKey: string | null;
   readonly path: string;
@@ -107,6 +105,8 @@ interface Item {
   readonly seq: number;
   readonly data: Buffer;
   state: 'planned' | 'writing' | 'written' | 'failed';
+  /** The held spool the payload was written into. */
+  target?: SpoolTarget | undefined;
   written?: WrittenEntry | undefined;
   failed?: FailedEntry | undefined;
 }
@@ -122,6 +122,10 @@ export class FlushJob {
   readonly skipped: SkippedEntry[] = [];
   readonly warnings: FlushWarning[] = [];
   dirFailure: FailedEntry | undefined;
+  /** Every spool directory this job held (a second one only when the first was removed under it). */
+  readonly targets: SpoolTarget[] = [];
+  /** The held spool new payloads go to. */
+  target: SpoolTarget | undefined;
   durable = true;
   drained: DrainReason | null = null;
   /** Set once, by {@link finalize}: from then on nothing about the job changes. */
@@ -223,14 +227,16 @@ export function failure(err: FsPolicyError, target: string, kind: PayloadKind | 
   };
 }
 
-function settleWritten(job: FlushJob, item: Item, r: WriteResult): void {
+export function settleWritten(job: FlushJob, item: Item, t: SpoolTarget, bytes: number, mode: number): void {
   if (job.report !== undefined || item.state === 'written') return;
   item.state = 'written';
   item.failed = undefined;
-  item.written = { path: r.path, kind: item.kind, sessionKey: item.sessionKey, bytes: r.bytes, mode: r.mode, ts: item.ts, seq: item.seq };
+  item.target = t;
+  t.written++;
+  item.written = { path: item.path, kind: item.kind, sessionKey: item.sessionKey, bytes, mode, ts: item.ts, seq: item.seq };
 }
 
-function settleFailed(job: FlushJob, item: Item, err: unknown): void {
+export function settleFailed(job: FlushJob, item: Item, err: unknown): void {
   if (job.report !== undefined || item.state === 'written') return;
   item.state = 'failed';
   item.failed = failure(policyError(err, item.path), item.path, item.kind, item.sessionKey);
@@ -246,15 +252,14 @@ function budgetError(path: string): FsPolicyError {
   });
 }
 
-const WRITE_OPTIONS = { kind: SPOOL_KIND, durable: 'file', createParents: false } as const;
-
 // ---------------------------------------------------------------------------------------------------------
 // Running a job
 
 /**
- * Runs a job with bounded concurrency: each write fsyncs its own file (the fsyncs overlap in the libuv
- * pool), the directory is fsynced once at the end. If a drain takes the job over meanwhile, its report is
- * the one returned.
+ * Runs a job with bounded concurrency: the spool is held once, each payload is written relative to that
+ * descriptor and fsyncs its own file (the fsyncs overlap in the libuv pool), and the held directory — the
+ * one the payloads are in — is fsynced once at the end. If a drain takes the job over meanwhile, its report
+ * is the one returned.
  */
 export async function runJobAsync(job: FlushJob, concurrency: number): Promise<FlushReport> {
   if (job.report !== undefined) return job.report;
@@ -262,6 +267,9 @@ export async function runJobAsync(job: FlushJob, concurrency: number): Promise<F
   const { dir, env } = job.loc;
   try {
     await secureMkdir(dir, SPOOL_KIND, { env });
+    const done = job.final();
+    if (done !== undefined) return done;
+    targetOf(job);
   } catch (err) {
     const done = job.final();
     if (done !== undefined) return done;
@@ -276,38 +284,39 @@ export async function runJobAsync(job: FlushJob, concurrency: number): Promise<F
       if (item === undefined) return;
       if (item.state !== 'planned') continue;
       item.state = 'writing';
-      try {
-        settleWritten(job, item, await atomicWrite(item.path, item.data, { ...WRITE_OPTIONS, env }));
-      } catch (err) {
-        settleFailed(job, item, err);
-      }
+      await writeItem(job, item);
     }
   };
   const workers = Math.max(1, Math.min(concurrency, job.items.length));
   await Promise.all(Array.from({ length: workers }, () => worker()));
   const drained = job.final();
   if (drained !== undefined) return drained;
-  if (job.writtenCount() > 0) {
+  for (const t of job.targets) {
+    if (t.written === 0) continue;
+    let failed: { err: unknown } | undefined;
     try {
-      await fsyncDirectory(dir);
+      await t.fsync();
     } catch (err) {
-      if (job.final() === undefined) dirFailed(job, err);
+      failed = { err };
     }
+    if (job.final() !== undefined) break;
+    // Where the directory is after its fsync decides what the fsync was worth (see checkPlacement).
+    if (checkPlacement(job, t) && failed !== undefined) dirFailed(job, failed.err);
   }
   return job.final() ?? finalize(job);
 }
 
-function dirFailed(job: FlushJob, err: unknown): void {
+export function dirFailed(job: FlushJob, err: unknown): void {
   job.durable = false;
   job.dirFailure = failure(policyError(err, job.loc.dir), job.loc.dir, null, null);
 }
 
 /**
  * Writes, synchronously and one after the other, every payload of the job that is not on disk yet — the
- * planned ones and those whose async write is still under way (same name, same bytes) — fsyncs the
- * directory once, and finalizes the job. With a `deadline` (epoch ms), payloads whose turn comes after it
- * fail with `ETIMEDOUT` instead (a write already started is never cut short). `reason` null: an ordinary
- * synchronous flush.
+ * planned ones and those whose async write is still under way (same name, same bytes) — into the job's held
+ * spool, fsyncs every held directory that received payloads, and finalizes the job. With a `deadline` (epoch
+ * ms), payloads whose turn comes after it fail with `ETIMEDOUT` instead (a write already started is never
+ * cut short). `reason` null: an ordinary synchronous flush.
  */
 export function drainJob(job: FlushJob, reason: DrainReason | null, deadline?: number): FlushReport {
   if (job.report !== undefined) return job.report;
@@ -317,7 +326,10 @@ export function drainJob(job: FlushJob, reason: DrainReason | null, deadline?: n
   if (todo.length > 0) {
     let ready = true;
     try {
-      secureMkdirSync(dir, SPOOL_KIND, { env });
+      if (job.target === undefined) {
+        secureMkdirSync(dir, SPOOL_KIND, { env });
+        targetOf(job);
+      }
     } catch (err) {
       ready = false;
       for (const item of todo) {
@@ -335,22 +347,22 @@ export function drainJob(job: FlushJob, reason: DrainReason | null, deadline?: n
           settleFailed(job, item, budgetError(item.path));
           continue;
         }
-        try {
-          settleWritten(job, item, atomicWriteSync(item.path, item.data, { ...WRITE_OPTIONS, env }));
-        } catch (err) {
-          settleFailed(job, item, err);
-        }
+        writeItemSync(job, item);
       }
     }
   }
-  if (job.writtenCount() > 0) {
+  // The async side may have set a directory failure that this fsync answers anew.
+  job.durable = true;
+  job.dirFailure = undefined;
+  for (const t of job.targets) {
+    if (t.written === 0) continue;
+    let failed: { err: unknown } | undefined;
     try {
-      fsyncDirectorySync(dir);
-      job.durable = true;
-      job.dirFailure = undefined;
+      t.fsyncSync();
     } catch (err) {
-      dirFailed(job, err);
+      failed = { err };
     }
+    if (checkPlacement(job, t) && failed !== undefined) dirFailed(job, failed.err);
   }
   return finalize(job);
 }
@@ -360,156 +372,6 @@ export function drainAll(reason: DrainReason, deadline?: number): FlushJob[] {
   const jobs = activeJobs();
   for (const job of jobs) drainJob(job, reason, deadline);
   return jobs;
-}
-
-const WORKER_FILE = fileURLToPath(new URL('./drain-worker.js', import.meta.url));
-/** How long the blocked main thread waits for the drain worker to start before it writes on its own. */
-const WORKER_START_MS = 3000;
-/** Room for one failure's details in the shared buffer (a failure line is a few hundred bytes). */
-const DETAIL_BYTES_PER_ITEM = 2048;
-
-interface WorkerFailure {
-  code: string;
-  path: string;
-  step: string;
-  message: string;
-  hint: string;
-  uid: number;
-  gid: number;
-  line: string;
-}
-
-/**
- * The exit path's drain: the main thread cannot await inside `process.exit()`, and writing 2,000 payloads one
- * fsync after the other takes seconds, so the payloads that are not on disk yet are handed to a worker thread
- * that writes them many at once, while the main thread blocks on a shared flag (at most `timeoutMs`). What
- * the worker could not settle — it did not start, it ran out of time, a job of another home — is then
- * written by {@link drainJob} one by one, which also fsyncs each directory and finalizes every job. Never
- * throws; without worker threads (or without `workerFile`, the worker's script) it is exactly `drainJob`.
- */
-export function drainBlocking(jobs: readonly FlushJob[], reason: DrainReason, timeoutMs: number, concurrency = 32, workerFile = WORKER_FILE): void {
-  const open = jobs.filter((j) => j.report === undefined);
-  const todo: { job: FlushJob; item: Item }[] = [];
-  for (const job of open) {
-    job.drained = reason;
-    let ready = true;
-    try {
-      secureMkdirSync(job.loc.dir, SPOOL_KIND, { env: job.loc.env });
-    } catch {
-      ready = false; // drainJob reports it for each payload
-    }
-    if (!ready) continue;
-    for (const item of job.items) if (item.state === 'planned' || item.state === 'writing') todo.push({ job, item });
-  }
-  if (todo.length > 1 && fs.existsSync(workerFile)) {
-    try {
-      runDrainWorker(todo, timeoutMs, concurrency, workerFile);
-    } catch {
-      // no worker (unavailable, refused, env not cloneable): drainJob writes everything on this thread
-    }
-  }
-  for (const job of open) drainJob(job, reason);
-}
-
-function runDrainWorker(todo: readonly { job: FlushJob; item: Item }[], timeoutMs: number, concurrency: number, workerFile: string): void {
-  const n = todo.length;
-  const statusBuf = new SharedArrayBuffer(4 * (n + 1));
-  const modesBuf = new SharedArrayBuffer(4 * n);
-  const detailsBuf = new SharedArrayBuffer(64 * 1024 + DETAIL_BYTES_PER_ITEM * n);
-  const status = new Int32Array(statusBuf);
-  const modes = new Int32Array(modesBuf);
-  const env = todo[0]?.job.loc.env;
-  // One worker for one environment: items of another home's job are left to drainJob.
-  const mine = todo.filter((t) => t.job.loc.env === env);
-  const worker = new Worker(workerFile, {
-    workerData: {
-      items: mine.map((t) => ({ path: t.item.path, data: t.item.data })),
-      env,
-      concurrency,
-      status: statusBuf,
-      modes: modesBuf,
-      details: detailsBuf,
-    },
-    stdout: false,
-    stderr: false,
-  });
-  worker.unref();
-  try {
-    const started = Date.now();
-    if (Atomics.wait(status, 0, 0, WORKER_START_MS) === 'timed-out') return;
-    const left = Math.max(0, timeoutMs - (Date.now() - started));
-    if (Atomics.load(status, 0) === 2) Atomics.wait(status, 0, 2, left);
-    let details: Record<string, WorkerFailure> = {};
-    if (Atomics.load(status, 0) === 1) {
-      const view = new DataView(detailsBuf);
-      const length = view.getInt32(0, true);
-      if (length > 0) {
-        try {
-          details = JSON.parse(Buffer.from(new Uint8Array(detailsBuf, 4, length)).toString('utf8')) as Record<string, WorkerFailure>;
-        } catch {
-          details = {};
-        }
-      }
-    }
-    mine.forEach(({ job, item }, i) => {
-      const st = Atomics.load(status, i + 1);
-      if (st === 1) {
-        if (job.report !== undefined || item.state === 'written') return;
-        item.state = 'written';
-        item.failed = undefined;
-        item.written = { path: item.path, kind: item.kind, sessionKey: item.sessionKey, bytes: item.data.length, mode: Atomics.load(modes, i), ts: item.ts, seq: item.seq };
-      } else if (st === 2) {
-        const f = details[String(i)];
-        if (f === undefined || job.report !== undefined || item.state === 'written') return; // drainJob tries it again
-        item.state = 'failed';
-        item.failed = { ...f, target: item.path, kind: item.kind, sessionKey: item.sessionKey };
-      }
-    });
-  } finally {
-    void worker.terminate().catch(() => undefined);
-  }
-}
-
-/**
- * Groups failures by errno/policy code: one log line per code with its count, however many payloads failed
- * (a full disk is one line, not 2,000). The per-message detail stays in the report.
- */
-export function failureGroups(failed: readonly FailedEntry[]): { code: string; count: number; where: string; first: FailedEntry }[] {
-  const groups = new Map<string, { code: string; count: number; paths: Set<string>; first: FailedEntry }>();
-  for (const f of failed) {
-    const g = groups.get(f.code);
-    if (g === undefined) groups.set(f.code, { code: f.code, count: 1, paths: new Set([f.path]), first: f });
-    else {
-      g.count++;
-      g.paths.add(f.path);
-    }
-  }
-  return [...groups.values()].map((g) => ({ code: g.code, count: g.count, where: commonPath([...g.paths]), first: g.first }));
-}
-
-/** The one path all of `paths` are, or their common directory. */
-function commonPath(paths: readonly string[]): string {
-  if (paths.length === 1) return paths[0] ?? '';
-  const split = paths.map((p) => p.split('/'));
-  const first = split[0] ?? [];
-  let n = 0;
-  while (n < first.length && split.every((s) => s[n] === first[n])) n++;
-  const common = first.slice(0, n).join('/');
-  return common === '' ? '/' : common;
-}
-
-function logFailures(logger: GatewayLogger, failed: readonly FailedEntry[]): void {
-  for (const g of failureGroups(failed)) {
-    const what = g.count === 1 ? g.first.line : `${g.code} at ${g.where}. First: ${g.first.line}`;
-    logger.error(`${count(g.count)} pending message(s) NOT written: ${what}`, {
-      path: g.where,
-      code: g.code,
-      step: g.first.step,
-      uid: g.first.uid,
-      gid: g.first.gid,
-      count: g.count,
-    });
-  }
 }
 
 /** Makes the job's report final, takes the job out of the registry and logs its outcome. */
@@ -529,6 +391,7 @@ export function finalize(job: FlushJob): FlushReport {
   };
   job.report = report;
   active.delete(job);
+  for (const t of job.targets) t.close();
   // A throwing logger must not turn a report into an exception (or lose what was written).
   try {
     for (const w of report.warnings) {

@@ -1,6 +1,6 @@
 import { createHash, hash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { sys } from './held.js';
+import type { HeldDirectory } from '@hermes/fs-policy';
 import { parseJsonTolerant } from './json.js';
 
 const constants = fs.constants as Partial<typeof fs.constants>;
@@ -21,13 +21,18 @@ const NOATIME: number = constants.O_NOATIME ?? 0;
  * with O_NOATIME when it is allowed (recovery reads each file just before deleting it; an atime update is a
  * journalled inode write per file).
  */
-function readBytes(p: string): Buffer {
+function readBytes(dir: HeldDirectory, name: string): Buffer {
+  const p = dir.display(name);
   let fd: number;
   try {
-    fd = NOATIME !== 0 ? fs.openSync(sys(p), READ_FLAGS | NOATIME) : fs.openSync(sys(p), READ_FLAGS);
+    try {
+      fd = NOATIME !== 0 ? fs.openSync(dir.at(name), READ_FLAGS | NOATIME) : fs.openSync(dir.at(name), READ_FLAGS);
+    } catch (err) {
+      if (NOATIME === 0 || (err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
+      fd = fs.openSync(dir.at(name), READ_FLAGS);
+    }
   } catch (err) {
-    if (NOATIME === 0 || (err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
-    fd = fs.openSync(sys(p), READ_FLAGS);
+    throw dir.explain(err);
   }
   try {
     const st = fs.fstatSync(fd);
@@ -72,15 +77,16 @@ export interface SpoolText {
 }
 
 /**
- * Reads a spool file once as UTF-8 (one native call: open, read, close). Invalid UTF-8 is refused as Python's
+ * Reads the spool file `name` of the held spool `dir` — through its descriptor, never by a path — once as
+ * UTF-8 (one native call: open, read, close). Invalid UTF-8 is refused as Python's
  * `utf-8-sig` refuses it ({@link InvalidUtf8Error}), a BOM is accepted. Throws the fs error (`code`: ENOENT, ELOOP, EACCES, …).
  *
  * Valid UTF-8 decodes to a string whose UTF-8 encoding is the same bytes, so the receipt can be computed from
  * the text; only text that contains U+FFFD (the decoder's replacement for invalid bytes, or a real U+FFFD) is
  * read again as bytes and decoded strictly.
  */
-export function readSpoolText(p: string): SpoolText {
-  const bytes = readBytes(p);
+export function readSpoolText(dir: HeldDirectory, name: string): SpoolText {
+  const bytes = readBytes(dir, name);
   const source = bytes.toString('utf8');
   if (!source.includes(REPLACEMENT)) return spoolTextOf(source);
   let text: string;
@@ -107,7 +113,10 @@ export function receiptIdOf(name: string, content: SpoolText): string {
   return createHash('sha256').update(name).update('\u0000').update(content.bytes).digest('hex');
 }
 
-/** Reads and parses a spool file (UTF-8, BOM tolerated, Python's NaN/Infinity accepted). Throws fs or parse errors. */
-export function readSpoolPayload(p: string): unknown {
-  return parseJsonTolerant(readSpoolText(p).text);
+/**
+ * Reads and parses the spool file `name` of the held spool `dir` (UTF-8, BOM tolerated, Python's NaN/Infinity
+ * accepted). Throws fs or parse errors.
+ */
+export function readSpoolPayload(dir: HeldDirectory, name: string): unknown {
+  return parseJsonTolerant(readSpoolText(dir, name).text);
 }

@@ -4,14 +4,19 @@ import { hintFor, isErrnoException } from '@hermes/fs-policy';
 import { describeValue, positiveIntegerProblem } from './errors.js';
 import { parseJsonTolerant } from './json.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
-import { classifyPayload, epochProblem, isRecord, orderingKey, PAYLOAD_SCHEMA_VERSION, type PayloadKind } from './payload.js';
-import { salvageTemps, type SalvageOptions, type SalvageReport } from './salvage.js';
+import { decide, type Decision } from './decide.js';
+import { payloadIdentity } from './identity.js';
+import { orderingKey, type PayloadKind } from './payload.js';
+import type { InsertedEntry, KeptReason, RecoverOptions, RecoveryReport } from './recover-types.js';
+import { salvageTemps } from './salvage.js';
 import { compareNames } from './names.js';
 import { RecoveryOrder } from './ordering.js';
-import { explain, holdSpool, sys } from './held.js';
+import { explain, holdSpool, requireHeld, sys } from './held.js';
 import { InvalidUtf8Error, readSpoolText, receiptIdOf, type SpoolText, spoolTextOf } from './read.js';
-import { isProfileHome, type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
-import type { RecoveredRow, RecoveryBatchEntry, SessionStore } from './store.js';
+import { isProfileHome, type SpoolLocation, spoolLocation } from './spool.js';
+import type { RecoveryBatchEntry, SessionStore } from './store.js';
+
+export type { InsertedEntry, KeptReason, RecoverOptions, RecoveryHooks, RecoveryReport } from './recover-types.js';
 
 /** Files committed per store transaction unless {@link RecoverOptions.batchSize} says otherwise. */
 export const DEFAULT_RECOVERY_BATCH_SIZE = 2000;
@@ -22,122 +27,6 @@ const BATCH_TEXT_LIMIT = 8 * 1024 * 1024;
  * heap) and every file is read once; a larger spool is read again, file by file, as its batches come.
  */
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
-
-/** Why a spool file was left in place. Kept files are re-examined by every pass; nothing is deleted. */
-export type KeptReason =
-  /** Not valid UTF-8 or not JSON (NaN/Infinity tokens are accepted). */
-  | 'unparseable'
-  /** Valid JSON, but not an object. */
-  | 'not-an-object'
-  /** A symlink, directory or device named `*.json`. */
-  | 'not-a-regular-file'
-  /** Written by a newer version of this package (`schema_version` above the one this code knows). */
-  | 'unknown-schema-version'
-  /** An object that is none of the four payload shapes. */
-  | 'unknown-kind'
-  /** A pending/overflow payload without a non-empty `data.text` (e.g. media only). */
-  | 'no-text'
-  /** A cap-drop payload without `data.session_id` or an object `data.message`. */
-  | 'invalid-cap-drop'
-  /** No `data.session_id`, and the session key did not resolve (or there is no resolver). */
-  | 'unresolved'
-  /** The resolver threw; the file waits for the next pass. */
-  | 'resolver-error'
-  /** The resolved session has no row in the store. */
-  | 'unknown-session'
-  /** The store failed (locked, full, read-only, …); this and every later file wait for the next pass. */
-  | 'store-error'
-  /**
-   * Committed (its receipt is in the store), but the store could not confirm the commit is in its main
-   * database file (a checkpoint kept from completing): kept, so a lost WAL cannot lose it; the next pass
-   * removes it without inserting anything.
-   */
-  | 'not-checkpointed'
-  /** Committed (its receipt is in the store), but removing the file was refused: the next pass removes it. */
-  | 'not-removed'
-  /** Reading or interpreting the file failed unexpectedly (see `errors`). */
-  | 'read-error';
-
-export interface RecoveryHooks {
-  /**
-   * Test seam, called after a batch's rows and receipts are committed and before the files are removed, with
-   * the paths of the committed files. A crash test blocks here and kills the process.
-   */
-  afterCommit?: (paths: readonly string[]) => void;
-  /** Test seam, called after committed files were removed (after the checkpoint that made them durable). */
-  afterRemove?: (paths: readonly string[]) => void;
-}
-
-export interface RecoverOptions extends SpoolLocationOptions {
-  /** Where recovered messages go (e.g. `openSessionDb({ home })`). */
-  store: SessionStore;
-  /**
-   * Maps a payload's `session_key` to the session id that receives it, given the payload's `ts` (a session
-   * started after the flush cannot be its origin). Defaults to `store.resolveSessionIdForKey` when the store
-   * has it. null/undefined keeps the file.
-   */
-  resolveSessionId?: (sessionKey: string, notAfter: number | undefined) => string | null | undefined;
-  logger?: GatewayLogger;
-  /**
-   * Files committed per store transaction (default {@link DEFAULT_RECOVERY_BATCH_SIZE}, 2,000). A batch is also
-   * committed early once the text of its payloads reaches about 8 MiB, so large payloads stay bounded in memory.
-   */
-  batchSize?: number;
-  /**
-   * Progress, for an operator's progress bar: called after each batch (committed, or kept because the store
-   * failed) and once more at the end, with the number of files dealt with so far and the number of `*.json`
-   * files the pass found (`scanned`; known once the first pass has listed the directory, so before the first
-   * call). `done` never decreases; the last call is `(total, total)` — `(0, 0)` for an empty or missing spool.
-   * Files the first pass already settles (unreadable, unparseable, not regular files, another uid's) count as
-   * done from the first call on. Runs synchronously inside the pass; a callback that throws is logged and
-   * otherwise ignored.
-   */
-  onProgress?: (done: number, total: number) => void;
-  hooks?: RecoveryHooks;
-  /**
-   * Salvage complete payloads that killed writers left under temp names before the pass
-   * ({@link salvageTemps}; default true). An object passes its options (`minAgeMs`, `now`).
-   */
-  salvage?: boolean | Pick<SalvageOptions, 'minAgeMs' | 'now'>;
-}
-
-export interface InsertedEntry {
-  readonly path: string;
-  readonly receiptId: string;
-  readonly kind: PayloadKind;
-  readonly sessionId: string;
-  readonly rowIds: readonly number[];
-  /**
-   * The file was removed. False when its removal was refused or had to wait for a checkpoint: the file is
-   * then also listed in `kept` (`not-removed`, `not-checkpointed`) and the next pass removes it.
-   */
-  removed: boolean;
-}
-
-export interface RecoveryReport {
-  readonly dir: string;
-  /** `*.json` files seen. */
-  scanned: number;
-  /** Files whose rows and receipt were committed by this pass (`removed` says whether the file is gone). */
-  readonly inserted: InsertedEntry[];
-  /** Files whose receipt was committed by an earlier pass (crash between commit and unlink): removed now, nothing inserted. */
-  readonly alreadyCommitted: { readonly path: string; readonly receiptId: string; removed: boolean }[];
-  readonly kept: { readonly path: string; readonly reason: KeptReason; readonly detail: string }[];
-  /** Files whose rows the store rejected, renamed to `<name>.bad`. */
-  readonly bad: { readonly path: string; readonly badPath: string; readonly error: string }[];
-  /** Agent-history snapshots, left in place for the operator. */
-  readonly snapshots: { readonly path: string; readonly sessionId: string | null; readonly count: number | null }[];
-  /** Files another uid owns and this process cannot read (0600 payloads): that uid's recovery picks them up. */
-  readonly foreignOwner: { readonly path: string; readonly uid: number }[];
-  readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
-  /** What the salvage of temp files did before the pass (null when it was turned off). */
-  salvage: SalvageReport | null;
-}
-
-type Decision =
-  | { readonly type: 'keep'; readonly reason: KeptReason; readonly detail: string }
-  | { readonly type: 'snapshot'; readonly sessionId: string | null; readonly count: number | null }
-  | { readonly type: 'commit'; readonly kind: PayloadKind; readonly sessionId: string; readonly rows: RecoveredRow[] };
 
 interface Queued {
   readonly path: string;
@@ -202,6 +91,8 @@ class Pass {
   readonly #problems: Problem[] = [];
   /** Refused unlinks of committed files, logged as one line per code. */
   readonly #unremoved: Problem[] = [];
+  /** The first file of this pass queued for each receipt id (payload identity). */
+  readonly #firstOf = new Map<string, string>();
   /** Files dealt with so far (any outcome) and files found, for onProgress. */
   #done = 0;
   #total = 0;
@@ -391,6 +282,14 @@ class Pass {
           { path: g.where, code: g.code, uid: euid(), count: g.n },
         );
       }
+      if (r.duplicates.length > 0) {
+        const d = r.duplicates[0];
+        log.warn(
+          `pending-message recovery: ${count(r.duplicates.length)} file(s) held a payload this pass delivered under another name (duplicate, delivered once, removed); ` +
+            `the first: ${path.basename(d?.path ?? '')} duplicates ${path.basename(d?.of ?? '')}`,
+          { path: d?.path, duplicates: r.duplicates.length },
+        );
+      }
       if (r.bad.length > 0) {
         log.warn(`pending-message recovery: ${count(r.bad.length)} file(s) rejected by the session store, renamed .bad; the first: ${r.bad[0]?.error ?? ''}`, {
           path: r.bad[0]?.badPath,
@@ -453,7 +352,7 @@ class Pass {
    */
   #read(name: string, p: string): SpoolText | undefined {
     try {
-      return readSpoolText(p);
+      return readSpoolText(requireHeld(this.#loc.dir), name);
     } catch (err) {
       if (err instanceof InvalidUtf8Error) {
         this.keep(p, 'unparseable', `${name}: ${messageOf(err)}`);
@@ -496,17 +395,30 @@ class Pass {
       this.#done++;
       return;
     }
-    const receiptId = receiptIdOf(name, content);
+    // Exactly once per message, not per file name: the receipt is the payload's identity (identity.ts).
+    const receiptId = payloadIdentity(payload, content);
     let decision: Decision;
     let failure: { readonly err: unknown } | undefined;
     try {
-      decision = this.#decide(name, payload);
+      decision = decide(name, payload, this.#resolver);
     } catch (err) {
       failure = { err };
       decision = { type: 'keep', reason: 'read-error', detail: messageOf(err) };
     }
-    if (decision.type === 'commit') {
+    // A receipt of an earlier version (sha256 of name and bytes) also says "committed": a file a pass of that
+    // version committed but could not remove is only removed.
+    let committed: boolean;
+    try {
+      committed = this.#options.store.hasReceipt(receiptIdOf(name, content));
+    } catch (err) {
+      this.#done++;
+      this.#storeFailed(err);
+      this.keep(p, 'store-error', 'the session store failed earlier in this pass');
+      return;
+    }
+    if (decision.type === 'commit' && !committed) {
       // The store checks the receipt atomically with the commit (a committed receipt → `duplicate`).
+      if (!this.#firstOf.has(receiptId)) this.#firstOf.set(receiptId, p);
       this.#queue.push({
         path: p,
         kind: decision.kind,
@@ -519,13 +431,14 @@ class Pass {
     this.#done++;
     // A file that will not be committed now may still have been committed by an earlier pass (which crashed
     // before removing it): then it is only removed.
-    let committed: boolean;
-    try {
-      committed = this.#options.store.hasReceipt(receiptId);
-    } catch (err) {
-      this.#storeFailed(err);
-      this.keep(p, 'store-error', 'the session store failed earlier in this pass');
-      return;
+    if (!committed) {
+      try {
+        committed = this.#options.store.hasReceipt(receiptId);
+      } catch (err) {
+        this.#storeFailed(err);
+        this.keep(p, 'store-error', 'the session store failed earlier in this pass');
+        return;
+      }
     }
     if (committed) {
       const entry = { path: p, receiptId, removed: false };
@@ -536,103 +449,12 @@ class Pass {
     if (failure !== undefined) {
       this.error(p, codeOf(failure.err, 'EUNKNOWN'), `cannot interpret ${p}: ${messageOf(failure.err)}`);
     }
+    if (decision.type === 'commit') return; // not reached: an uncommitted payload to commit was queued above
     if (decision.type === 'keep') {
       this.keep(p, decision.reason, decision.detail);
       return;
     }
     this.report.snapshots.push({ path: p, sessionId: decision.sessionId, count: decision.count });
-  }
-
-  #decide(name: string, p: unknown): Decision {
-    if (!isRecord(p)) {
-      return { type: 'keep', reason: 'not-an-object', detail: `${name} holds ${Array.isArray(p) ? 'an array' : typeof p}` };
-    }
-    const version = p.schema_version;
-    if (
-      version !== undefined &&
-      !(typeof version === 'number' && Number.isInteger(version) && version >= 1 && version <= PAYLOAD_SCHEMA_VERSION)
-    ) {
-      return {
-        type: 'keep',
-        reason: 'unknown-schema-version',
-        detail: `schema_version ${JSON.stringify(version)} is not one this version reads (<= ${PAYLOAD_SCHEMA_VERSION})`,
-      };
-    }
-    const kind = classifyPayload(p);
-    const notAfter = typeof p.ts === 'number' && Number.isFinite(p.ts) ? p.ts : undefined;
-    switch (kind) {
-      case 'agent_history':
-        return {
-          type: 'snapshot',
-          sessionId: typeof p.session_id === 'string' ? p.session_id : null,
-          count: typeof p.count === 'number' ? p.count : Array.isArray(p.messages) ? p.messages.length : null,
-        };
-      case 'transcript_cap_drop': {
-        const data = p.data;
-        if (!isRecord(data) || typeof data.session_id !== 'string' || data.session_id === '' || !isRecord(data.message)) {
-          return { type: 'keep', reason: 'invalid-cap-drop', detail: 'needs data.session_id and an object data.message' };
-        }
-        const m = data.message;
-        const row: RecoveredRow = {
-          sessionId: data.session_id,
-          role: m.role ?? 'unknown',
-          content: m.content === undefined || m.content === null || m.content === '' ? '' : m.content,
-          // The message's own time when it is epoch seconds, else the payload's (the reference used `or`).
-          timestamp: epochProblem(m.timestamp) === undefined ? m.timestamp : p.ts,
-          toolCallId: m.tool_call_id,
-          toolCalls: m.tool_calls,
-          toolName: m.tool_name,
-          tokenCount: m.token_count,
-          finishReason: m.finish_reason,
-          platformMessageId: m.platform_message_id,
-        };
-        return { type: 'commit', kind, sessionId: data.session_id, rows: [row] };
-      }
-      case 'pending':
-      case 'overflow': {
-        const data = isRecord(p.data) ? p.data : undefined;
-        const text = data?.text;
-        if (typeof text !== 'string' || text === '') {
-          return { type: 'keep', reason: 'no-text', detail: 'data.text is missing or empty' };
-        }
-        const resolved = this.#sessionFor(p, data);
-        if ('reason' in resolved) return { type: 'keep', ...resolved };
-        return {
-          type: 'commit',
-          kind,
-          sessionId: resolved.sessionId,
-          rows: [{ sessionId: resolved.sessionId, role: 'user', content: text, timestamp: notAfter }],
-        };
-      }
-      case 'unknown':
-        return { type: 'keep', reason: 'unknown-kind', detail: 'not a pending, overflow, cap-drop or agent-history payload' };
-    }
-  }
-
-  #sessionFor(
-    p: Readonly<Record<string, unknown>>,
-    data: Readonly<Record<string, unknown>> | undefined,
-  ): { sessionId: string } | { reason: KeptReason; detail: string } {
-    const direct = data?.session_id;
-    if (typeof direct === 'string' && direct !== '') return { sessionId: direct };
-    const key = p.session_key;
-    if (typeof key !== 'string' || key === '') {
-      return { reason: 'unresolved', detail: 'no data.session_id and no session_key' };
-    }
-    if (this.#resolver === undefined) {
-      return { reason: 'unresolved', detail: `no data.session_id and no resolver for session_key ${key}` };
-    }
-    const notAfter = typeof p.ts === 'number' && Number.isFinite(p.ts) ? p.ts : undefined;
-    let id: string | null | undefined;
-    try {
-      id = this.#resolver(key, notAfter);
-    } catch (err) {
-      return { reason: 'resolver-error', detail: `resolving ${key} failed: ${messageOf(err)}` };
-    }
-    if (typeof id !== 'string' || id === '') {
-      return { reason: 'unresolved', detail: `session_key ${key} resolves to no session` };
-    }
-    return { sessionId: id };
   }
 
   #storeFailed(err: unknown): void {
@@ -690,9 +512,17 @@ class Pass {
           break;
         }
         case 'duplicate': {
-          const entry = { path: p, receiptId: o.receiptId, removed: false };
-          this.report.alreadyCommitted.push(entry);
-          this.#awaiting.push(entry);
+          const first = this.#firstOf.get(o.receiptId);
+          // Another name of a payload this pass committed: delivered once, this name reported and removed.
+          if (first !== undefined && first !== p) {
+            const dup = { path: p, receiptId: o.receiptId, of: first, removed: false };
+            this.report.duplicates.push(dup);
+            this.#awaiting.push(dup);
+          } else {
+            const entry = { path: p, receiptId: o.receiptId, removed: false };
+            this.report.alreadyCommitted.push(entry);
+            this.#awaiting.push(entry);
+          }
           break;
         }
         case 'unknown-session':
@@ -814,8 +644,10 @@ function ownerOf(p: string): number | undefined {
  *    its text was kept) when its batch comes, so memory does not grow with the payloads of the whole spool;
  * 3. each file is decided on its own (a corrupt file never aborts the pass): inserted, kept (with a reason),
  *    left as an agent-history snapshot, or — when the store rejects its row — renamed `.bad`;
- * 4. a file's rows and its receipt (sha256 of name and bytes) are committed in one transaction, and only then
- *    (after the batch's commit) is the file removed; a file whose receipt already exists is just removed.
+ * 4. a file's rows and its receipt — the payload's identity (its writer's process id, pid and seq, or a hash
+ *    of its bytes; see identity.ts) — are committed in one transaction, and only then (after the batch's
+ *    commit) is the file removed; a file whose receipt already exists is just removed, so two names of one
+ *    payload are delivered once (the second is reported in `duplicates`).
  * Files another uid owns (unreadable 0600 payloads) are left in place and reported as that uid's.
  * Never throws for file or store problems: everything lands in the report.
  */
@@ -857,5 +689,5 @@ export function recoverPending(options: RecoverOptions): RecoveryReport {
 }
 
 function emptyReport(dir: string): RecoveryReport {
-  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [], salvage: null };
+  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [], salvage: null };
 }

@@ -2,7 +2,8 @@
  * Salvage of temp files a killed writer left in `pending_messages/`. An atomic write creates its payload
  * under a temp name, fsyncs it and renames it into place; a `SIGKILL` (a stop timeout) between the fsync and
  * the rename leaves a complete, durable payload under the temp name, which no `*.json` listing sees. Such a
- * payload is adopted: linked to the name it was written for (never over an existing file), once. A temp that
+ * payload is adopted by content: the bytes read and verified through a descriptor are written to a new file
+ * under the name it was written for (created exclusively, never over an existing file), once. A temp that
  * is not a complete payload is moved aside as `.partial` and reported — never deleted.
  *
  * Temp names are recognised only through @hermes/fs-policy's `parseTempName()` (its format is fs-policy's
@@ -10,13 +11,13 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { FsPolicyError, fsyncDirectorySync, hintFor, parseTempName, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
-import { explain, holdSpool, sys } from './held.js';
+import { atomicWriteSync, FsPolicyError, fsyncHeldDirectorySync, hintFor, parseTempName, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
+import { explain, heldSpool, holdSpool, sys } from './held.js';
 import { parseJsonTolerant } from './json.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord } from './payload.js';
-import { spoolTextOf } from './read.js';
-import { type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
+import { READ_FLAGS, spoolTextOf } from './read.js';
+import { SPOOL_KIND, type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
 
 /** A temp whose writer may still be alive, or cannot be checked, is left alone until it is this old (one minute). */
 export const DEFAULT_SALVAGE_MIN_AGE_MS = 60_000;
@@ -238,9 +239,10 @@ class Salvage {
     }
     candidates.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const c of candidates) this.#one(c);
-    if (this.#changed) {
+    const held = heldSpool(dir);
+    if (this.#changed && held !== undefined) {
       try {
-        fsyncDirectorySync(sys(dir));
+        fsyncHeldDirectorySync(held);
       } catch (err) {
         this.report.durable = false;
         this.#error(dir, err, `fsync of ${dir} after salvaging temp files failed`);
@@ -309,65 +311,43 @@ class Salvage {
     this.#adopt(c, temp, file.data, file.stat);
   }
 
-  /** Links a complete payload to its final name (never over an existing file), then removes the temp name. */
+  /**
+   * Adopts a complete payload by content: the bytes that were read and verified (never the temp's name, which
+   * a group member can point at another file meanwhile) are written to a new file under the final name —
+   * created exclusively (`overwrite: false`), relative to the held spool, fsynced — and the temp name is then
+   * removed only while it still names the inode that was read.
+   */
   #adopt(c: Candidate, temp: string, bytes: Buffer, st: fs.Stats): void {
     const final = path.join(this.#loc.dir, c.target);
-    let linked = false;
-    try {
-      fs.linkSync(sys(temp), sys(final));
-      linked = true;
-    } catch (err) {
-      const code = codeOf(err);
-      if (code === 'EEXIST') {
-        this.#existing(c, temp, final, bytes);
-        return;
-      }
-      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV' && code !== 'EMLINK') {
-        this.#error(temp, err, `cannot adopt ${temp} as ${final}`);
-        return;
-      }
+    const held = heldSpool(this.#loc.dir);
+    if (held === undefined) {
+      this.#error(temp, new FsPolicyError({ code: 'EUNEXPECTED', step: 'write', path: temp, message: 'the spool is not held' }), `cannot adopt ${temp} as ${final}`);
+      return;
     }
-    if (!linked) {
-      // A filesystem without hard links: rename, after making sure nothing holds the final name.
-      try {
-        fs.lstatSync(sys(final));
-        this.#existing(c, temp, final, bytes);
-        return;
-      } catch (err) {
-        if (codeOf(err) !== 'ENOENT') {
-          this.#error(final, err, `cannot examine ${final}`);
-          return;
-        }
-      }
-      try {
-        fs.renameSync(sys(temp), sys(final));
-      } catch (err) {
-        this.#error(temp, err, `cannot adopt ${temp} as ${final}`);
+    try {
+      atomicWriteSync(held.at(c.target), bytes, {
+        kind: SPOOL_KIND,
+        env: this.#loc.env,
+        durable: 'file',
+        createParents: false,
+        overwrite: false,
+        root: held.self,
+      });
+    } catch (err) {
+      if (codeOf(err) === 'EEXIST') {
+        this.#existing(c, temp, final, bytes, st);
         return;
       }
-      this.#changed = true;
-      this.report.adopted.push({ temp, path: final, bytes: bytes.length });
+      this.#error(temp, err instanceof FsPolicyError ? (err.cause ?? err) : err, `cannot adopt ${temp} as ${final}`);
       return;
     }
     this.#changed = true;
-    // The name now holds the inode that was read (checked on the descriptor's identity, not on the path twice).
-    let same: boolean;
-    try {
-      const now = fs.lstatSync(sys(final));
-      same = now.ino === st.ino && now.dev === st.dev;
-    } catch {
-      same = false;
-    }
-    if (!same) {
-      this.#left(temp, 'conflict', `${c.name} was replaced while it was being adopted; ${c.target} and the temp are left for the operator`);
-      return;
-    }
     this.report.adopted.push({ temp, path: final, bytes: bytes.length });
-    this.#unlinkTemp(temp);
+    this.#unlinkTemp(temp, st);
   }
 
   /** The final name exists: the temp is a redundant copy when the bytes are equal, else a conflict. */
-  #existing(c: Candidate, temp: string, final: string, bytes: Buffer): void {
+  #existing(c: Candidate, temp: string, final: string, bytes: Buffer, st: fs.Stats): void {
     let current: Buffer | undefined;
     try {
       current = readRegular(final);
@@ -385,10 +365,33 @@ class Salvage {
       return;
     }
     this.report.duplicates.push({ temp, path: final });
-    this.#unlinkTemp(temp);
+    this.#unlinkTemp(temp, st);
   }
 
-  #unlinkTemp(temp: string): void {
+  /**
+   * Removes the temp name only while it names the inode that was read: it is opened again (`O_NOFOLLOW`,
+   * non-blocking, through the held spool) and its identity compared first. Another file in its place (a
+   * group member renamed one there) is left, and reported. What remains is the window between that check and
+   * the unlink: a member who renames a file onto the temp name inside it gets that name removed — a removal
+   * the member, who can unlink any entry of a 2770 directory, could make directly.
+   */
+  #unlinkTemp(temp: string, st: fs.Stats): void {
+    let now: fs.Stats | undefined;
+    try {
+      const fd = fs.openSync(sys(temp), READ_FLAGS);
+      try {
+        now = fs.fstatSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (err) {
+      if (codeOf(err) === 'ENOENT') return;
+      now = undefined;
+    }
+    if (now?.dev !== st.dev || now.ino !== st.ino) {
+      this.#left(temp, 'conflict', `${path.basename(temp)} was replaced after it was read; its adopted bytes are in place and the file now under the temp name is left`);
+      return;
+    }
     try {
       fs.unlinkSync(sys(temp));
       this.#changed = true;

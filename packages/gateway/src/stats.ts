@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { type HermesEnvironment, sweepTempFilesSync, type TempFile } from '@hermes/fs-policy';
 import { type GatewayLogger, loggerFor } from './log.js';
 import { classifyPayload, isRecord } from './payload.js';
-import { holdSpool, sys } from './held.js';
+import { holdSpool, requireHeld, sys } from './held.js';
 import { readSpoolPayload } from './read.js';
 import { spoolLocation, type SpoolLocationOptions } from './spool.js';
 
@@ -169,7 +169,7 @@ function spoolStatsHeld(opts: SpoolStatsOptions, dir: string): SpoolStats {
     result.bytes += size;
     let payload: unknown;
     try {
-      payload = readSpoolPayload(p);
+      payload = readSpoolPayload(requireHeld(dir), name);
     } catch (err) {
       const code = codeOf(err);
       if (code === 'EACCES' || code === 'EPERM') {
@@ -293,7 +293,7 @@ function pruneHeld(
     if (!include.has('snapshots') || !name.endsWith('.json')) continue;
     let payload: unknown;
     try {
-      payload = readSpoolPayload(p);
+      payload = readSpoolPayload(requireHeld(dir), name);
     } catch {
       continue; // unreadable or unparseable: not provably a snapshot, never pruned
     }

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { type Req, setFaultHook } from '@hermes/fs-policy/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { flushOverflow, flushOverflowSync, flushPending, installShutdownHook } from '../src/index.js';
-import { memoryLogger, names, spoolDir, tempDir } from './helpers.js';
+import { inSpool, memoryLogger, names, spoolDir, tempDir } from './helpers.js';
 
 afterEach(() => {
   setFaultHook(undefined);
@@ -32,10 +32,11 @@ describe('one payload write refused (EACCES through the fault port)', () => {
     const seen: string[] = [];
     let refused: string | undefined;
     setFaultHook((req: Req) => {
-      if (req.step !== 'open' || path.dirname(req.path) !== dir) return undefined;
-      if (!seen.includes(req.path)) seen.push(req.path);
-      if (seen.indexOf(req.path) === 3) {
-        refused = req.path;
+      if (req.step !== 'open' || path.dirname(inSpool(req.path, dir)) !== dir) return undefined;
+      const logical = inSpool(req.path, dir);
+      if (!seen.includes(logical)) seen.push(logical);
+      if (seen.indexOf(logical) === 3) {
+        refused = logical;
         throw eacces(req.path);
       }
       return undefined;
@@ -65,7 +66,7 @@ describe('a flush fsyncs each payload and then the directory, once', () => {
     const fileFsyncs: string[] = [];
     const dirFsyncs: string[] = [];
     setFaultHook((req: Req) => {
-      if (req.step === 'fsync' && path.dirname(req.path) === dir) fileFsyncs.push(req.path);
+      if (req.step === 'fsync' && path.dirname(inSpool(req.path, dir)) === dir) fileFsyncs.push(inSpool(req.path, dir));
       if (req.step === 'fsync-dir' && req.op === 'fsync') dirFsyncs.push(req.path);
       return undefined;
     });
@@ -100,7 +101,7 @@ describe('the budget: a stalled async flush is finished synchronously', () => {
     const dir = spoolDir(home);
     const t0 = Date.now();
     // Every fsync issued in the first 60 ms (all of them by the async writers) never completes.
-    setFaultHook((req: Req) => (req.step === 'fsync' && path.dirname(req.path) === dir && Date.now() - t0 < 60 ? { result: new Promise(() => undefined) } : undefined));
+    setFaultHook((req: Req) => (req.step === 'fsync' && path.dirname(inSpool(req.path, dir)) === dir && Date.now() - t0 < 60 ? { result: new Promise(() => undefined) } : undefined));
     const logger = memoryLogger();
     const hook = installShutdownHook({
       flush: () => flushOverflow({ [KEY]: messages(60) }, { home, logger }),
@@ -123,7 +124,7 @@ describe('the budget: a stalled async flush is finished synchronously', () => {
     const dir = spoolDir(home);
     const t0 = Date.now();
     setFaultHook((req: Req) => {
-      if (req.step !== 'fsync' || path.dirname(req.path) !== dir) return undefined;
+      if (req.step !== 'fsync' || path.dirname(inSpool(req.path, dir)) !== dir) return undefined;
       if (Date.now() - t0 < 60) return { result: new Promise(() => undefined) };
       // Each synchronous fsync takes 20 ms: a 50 ms synchronous budget fits a few of them.
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);

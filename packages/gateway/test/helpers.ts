@@ -64,3 +64,12 @@ export function writeSpoolFile(home: string, name: string, content: string | Buf
   fs.writeFileSync(file, content);
   return file;
 }
+
+/**
+ * The logical path of a path a fault hook sees: a flush writes its payloads relative to the held spool's
+ * descriptor (`/proc/self/fd/<fd>/<name>`), which is `<dir>/<name>` here (the tests hold no other directory
+ * while a flush runs). Any other path is returned as it is.
+ */
+export function inSpool(p: string, dir: string): string {
+  return /^\/proc\/self\/fd\/\d+\/[^/]+$/.test(p) ? path.join(dir, path.basename(p)) : p;
+}

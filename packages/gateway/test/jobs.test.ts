@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { flushPending, flushPendingSync } from '../src/index.js';
 import { failure, finalize, FlushJob, onJobStart, policyError, register, runJobAsync } from '../src/jobs.js';
 import { spoolLocation } from '../src/spool.js';
-import { memoryLogger, names, spoolDir, tempDir } from './helpers.js';
+import { inSpool, memoryLogger, names, spoolDir, tempDir } from './helpers.js';
 
 afterEach(() => {
   setFaultHook(undefined);
@@ -184,7 +184,7 @@ describe('the directory fsync and the clock of a job', () => {
     const dirFsyncs: string[] = [];
     setFaultHook((req: Req) => {
       if (req.step === 'fsync-dir') dirFsyncs.push(req.path);
-      if (req.op === 'open' && req.step === 'open' && path.dirname(req.path) === spoolDir(home)) throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES', errno: -13 });
+      if (req.op === 'open' && req.step === 'open' && path.dirname(inSpool(req.path, spoolDir(home))) === spoolDir(home)) throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES', errno: -13 });
       return undefined;
     });
     const report = await flushPending({ a: 'one', b: 'two' }, { home, logger: memoryLogger(), concurrency: 2 });

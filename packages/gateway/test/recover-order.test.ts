@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { openSessionDb, type SessionDb } from '@hermes/session-db';
 import { describe, expect, it } from 'vitest';
 import { RecoveryOrder } from '../src/ordering.js';
+import { holdDirectorySync } from '@hermes/fs-policy';
 import { readSpoolText } from '../src/read.js';
 import { DEFAULT_RECOVERY_BATCH_SIZE, recoverPending } from '../src/index.js';
 import { memoryLogger, names, spoolDir, tempDir, writeSpoolFile } from './helpers.js';
@@ -132,10 +133,11 @@ describe('recovery order with scrambled names (memory-bounded two-pass recovery)
     expect(report.inserted.map((e) => path.basename(e.path))).toEqual(files.filter((f) => f !== gone));
     const contents = [...(db.exportSession(SESSION)?.messages ?? [])].sort((a, b) => a.id - b.id).map((m) => String(m.content).split(':')[0]);
     expect(contents).toEqual([...Array.from({ length: count - 2 }, (_, i) => String(i)), 'changed']);
-    // The receipt is the one of the bytes that were committed: sha256 of the name, a NUL, and those bytes.
+    // The receipt is the identity of the bytes that were committed (no writer's process id in this payload):
+    // sha256 of the identity's prefix and those bytes, the name left out.
     const committed = Buffer.from(payload(`changed:${big}`, 1_700_000_000 + count - 1, 0));
     const lastEntry = report.inserted.at(-1);
-    expect(lastEntry?.receiptId).toBe(createHash('sha256').update(last).update('\u0000').update(committed).digest('hex'));
+    expect(lastEntry?.receiptId).toBe(createHash('sha256').update('hermes-spool-bytes/1\u0000').update(committed).digest('hex'));
     expect(names(spoolDir(home))).toEqual([]);
     db.close();
   });
@@ -196,7 +198,12 @@ describe('files that are not regular files are never followed', () => {
     fs.writeFileSync(target, '{}');
     const link = path.join(root, 'link.json');
     fs.symlinkSync(target, link);
-    expect(() => readSpoolText(link)).toThrow(expect.objectContaining({ code: 'ELOOP' }) as Error);
+    const held = holdDirectorySync(root, { root });
+    try {
+      expect(() => readSpoolText(held, 'link.json')).toThrow(expect.objectContaining({ code: 'ELOOP', path: link }) as Error);
+    } finally {
+      held.close();
+    }
   });
 });
 

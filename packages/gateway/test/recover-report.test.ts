@@ -356,7 +356,7 @@ describe('recovery: options it cannot use', () => {
       const report = recoverPending({ home, store: store as never, logger, onProgress: (d, t) => progress.push([d, t]) });
       const message = `recoverPending needs a store with hasReceipt() and commitRecovered(), got ${got}; nothing was read or changed`;
       const hint = 'pass `store: openSessionDb({ home })` (or another SessionStore).';
-      expect(report).toEqual({ dir: home, scanned: 0, inserted: [], alreadyCommitted: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null });
+      expect(report).toEqual({ dir: home, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null });
       expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([
         ['error', `pending-message recovery: EINVALID_OPTION at ${home}: ${message} — fix: ${hint}`, { path: home, code: 'EINVALID_OPTION' }],
       ]);
@@ -618,9 +618,10 @@ describe('recovery: a store that fails after the commit', () => {
     const broken = recoverPending({ home, store: { ...unnamed, hasReceipt: () => { throw new Error('gone'); } }, logger: memoryLogger() });
     expect(broken.errors.map((e) => [e.path, e.code, e.message])).toEqual([['the session store', 'ESTORE', 'gone']]);
     expect(broken.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
-      // x.json (no text) asks hasReceipt and meets the failure; c.json, queued for commit, is kept with its batch.
-      ['x.json', 'store-error', 'the session store failed earlier in this pass'],
+      // c.json (first in order) asks for an earlier version's receipt and meets the failure; x.json (no text)
+      // is kept because the store failed earlier in the pass.
       ['c.json', 'store-error', 'the session store failed earlier in this pass'],
+      ['x.json', 'store-error', 'the session store failed earlier in this pass'],
     ]);
   });
 
