@@ -40,7 +40,8 @@ export type PolicyCode =
   | 'EUNSAFE_FALLBACK'
   | 'ERACE'
   | 'ETORN_RECORD'
-  | 'ETOO_LARGE';
+  | 'ETOO_LARGE'
+  | 'ECLOSED';
 
 export interface FsPolicyErrorInit {
   code: string;
@@ -52,6 +53,8 @@ export interface FsPolicyErrorInit {
   cause?: unknown;
   /** For atomic writes: true when the failure happened after the new content was committed by rename. */
   committed?: boolean;
+  /** Files the failed operation created and could not remove (logical paths); named in the message too. */
+  leftovers?: readonly string[];
 }
 
 /**
@@ -68,6 +71,11 @@ export class FsPolicyError extends Error {
   readonly uid: number;
   readonly gid: number;
   readonly committed: boolean;
+  /**
+   * Every file the failed operation created and could not remove again (temp or rollback files), by logical
+   * path; empty when nothing was left behind. The message names them as well.
+   */
+  readonly leftovers: readonly string[];
   /** What happened, in words, without the `[code at step: path]` suffix that `message` carries. */
   readonly detail: string;
 
@@ -80,6 +88,7 @@ export class FsPolicyError extends Error {
     this.uid = currentUid();
     this.gid = currentGid();
     this.committed = init.committed ?? false;
+    this.leftovers = [...(init.leftovers ?? [])];
     this.detail = init.message;
     this.hint = init.hint ?? hintFor(init.code, init.path, this.uid, this.gid);
   }
@@ -187,6 +196,8 @@ export function hintFor(code: string, path: string, uid: number, gid: number): s
       return `${path} kept changing while Hermes was using it (another process is renaming or replacing entries there); stop that process and retry.`;
     case 'ETORN_RECORD':
       return `the filesystem holding ${path} refused part of a record; the fragment was terminated so other lines still parse. Free space and retry.`;
+    case 'ECLOSED':
+      return `the append handle for ${path} was closed (or its close had begun) before this call; open a new handle for further records.`;
     case 'ETOO_LARGE':
       return `${path} is larger than Hermes reads for this purpose; inspect and shrink or remove it.`;
     case 'EMFILE':

@@ -56,7 +56,7 @@ describe('private append', () => {
     await h.sync();
     await h.close();
     expect(h.closed).toBe(true);
-    expect(() => h.appendSync('x')).toThrow(expect.objectContaining({ code: 'EBADF' }) as Error);
+    expect(() => h.appendSync('x')).toThrow(expect.objectContaining({ code: 'ECLOSED' }) as Error);
     expect(fs.readFileSync(path.join(env.home, 'trajectories', 'h.jsonl'), 'utf8')).toBe('{"n":1}\n{"n":2}\n');
   });
 });

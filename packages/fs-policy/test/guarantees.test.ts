@@ -100,7 +100,7 @@ describe('the append handle never writes into a closed or reused descriptor, and
     fs.closeSync(fd);
     expect(fs.readFileSync(f, 'utf8')).toBe('{"n":1}\n{"n":2}\n{"n":3}\n');
     expect(fs.readFileSync(other, 'utf8')).toBe('');
-    expect(() => h.appendSync('x\n')).toThrow(expect.objectContaining({ code: 'EBADF' }) as Error);
+    expect(() => h.appendSync('x\n')).toThrow(expect.objectContaining({ code: 'ECLOSED' }) as Error);
   });
 
   it('closeSync while a batch is in flight closes the descriptor only after that batch settles', async () => {

@@ -593,6 +593,7 @@ describe('append: the protocol, request by request', () => {
       'open open sessions/a.jsonl',
       'fstat open sessions/a.jsonl',
       'close release sessions',
+      'read write sessions/a.jsonl',
       'write write sessions/a.jsonl',
       'fsync fsync sessions/a.jsonl',
       'close close sessions/a.jsonl',
@@ -630,8 +631,11 @@ describe('append: the protocol, request by request', () => {
       'open open sessions/a.jsonl',
       'fstat open sessions/a.jsonl',
       'close release sessions',
+      'fstat write sessions/a.jsonl',
       'write write sessions/a.jsonl',
+      'fstat write sessions/a.jsonl',
       'write write sessions/a.jsonl',
+      'fstat write sessions/a.jsonl',
       'write write sessions/a.jsonl',
       'fsync fsync sessions/a.jsonl',
       'close close sessions/a.jsonl',
@@ -784,7 +788,7 @@ describe('append: what is refused, exactly', () => {
       code: 'ENOSPC',
       step: 'write',
       errno: -28,
-      message: `append to ${file} failed after 2 of 5 bytes (ENOSPC); the file ends with the partial record; the next record of this handle starts on a new line`,
+      message: `append to ${file} failed after 2 of 5 bytes (ENOSPC); the file ends with the partial record; the next record (of any appender) starts on a new line`,
     });
     setFaultHook(undefined);
     h.appendSync('next\n');
@@ -847,13 +851,13 @@ describe('append handle: batching, order and closing', () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('é1\nb2\n{"c":3}\nd4\ne5\nf6\ng7\nh8\n');
   });
 
-  it('a closed handle refuses every call with EBADF; close is idempotent', async () => {
+  it('a closed handle refuses every call with ECLOSED; close is idempotent', async () => {
     const { env, file } = handleFile();
     const h = await openAppendHandle(file, { kind: 'sessions', env });
     await h.close();
     await h.close();
     expect(h.closed).toBe(true);
-    const expected = { code: 'EBADF', step: 'write', path: file, message: `append handle for ${file} is closed` };
+    const expected = { code: 'ECLOSED', step: 'write', path: file, message: `append handle for ${file} is closed (or closing)` };
     expect(shape(() => h.appendSync('x\n'))).toEqual(expected);
     expect(
       shape(() => {

@@ -194,6 +194,7 @@ export async function runAsync<T>(plan: Plan<T>): Promise<T> {
 export const O = {
   RDONLY: fs.constants.O_RDONLY,
   WRONLY: fs.constants.O_WRONLY,
+  RDWR: fs.constants.O_RDWR,
   CREAT: fs.constants.O_CREAT,
   EXCL: fs.constants.O_EXCL,
   APPEND: fs.constants.O_APPEND,

@@ -5,17 +5,18 @@
 import type * as fs from 'node:fs';
 import { currentUid, FsPolicyError } from '../errors.js';
 import type { HermesEnvironment } from '../env.js';
-import { fileCeilingFor, formatMode, type KindRef } from '../registry.js';
+import { fileCeilingFor, formatMode, getKind, type KindRef } from '../registry.js';
 
 /**
- * The uids whose files the runtime may write into: its own, the configured HERMES_UID, and — for root acting
- * on someone's home — the home's owner.
+ * The uids whose files the runtime may write into or replace. As root: root and the home's owner — never the
+ * owner of an explicit root or of the file itself — plus HERMES_UID where the kind applies ownership (the
+ * owner root gives such files). Otherwise: this process's uid, plus HERMES_UID where the kind applies it.
  */
-export function allowedOwners(env: HermesEnvironment, rootOwner: number | undefined): ReadonlySet<number> {
+export function allowedOwners(env: HermesEnvironment, homeOwner: number | undefined, ref: KindRef): ReadonlySet<number> {
   const uid = currentUid();
   const set = new Set<number>([uid]);
-  if (env.uid !== undefined) set.add(env.uid);
-  if (uid === 0 && rootOwner !== undefined) set.add(rootOwner);
+  if (env.uid !== undefined && getKind(ref).ownership) set.add(env.uid);
+  if (uid === 0 && homeOwner !== undefined) set.add(homeOwner);
   return set;
 }
 
@@ -25,8 +26,9 @@ export function checkRegular(p: string, st: fs.Stats, step: 'resolve' | 'verify'
   if (!st.isFile()) throw new FsPolicyError({ code: 'ENOTREGULAR', step, path: p, message: `${p} is not a regular file (a FIFO, socket or device)` });
 }
 
-export function checkOwner(p: string, st: fs.Stats, env: HermesEnvironment, rootOwner: number | undefined, what: string): void {
-  const owners = allowedOwners(env, rootOwner);
+/** The file must be owned by one of {@link allowedOwners}, or EFOREIGN_OWNER names its owner. */
+export function checkOwner(p: string, st: fs.Stats, env: HermesEnvironment, homeOwner: number | undefined, ref: KindRef, what: string): void {
+  const owners = allowedOwners(env, homeOwner, ref);
   if (!owners.has(st.uid)) {
     throw new FsPolicyError({
       code: 'EFOREIGN_OWNER',
@@ -38,9 +40,9 @@ export function checkOwner(p: string, st: fs.Stats, env: HermesEnvironment, root
 }
 
 /** Append: a regular file of ours, one link, no write access for others beyond the kind's ceiling. */
-export function verifyForAppend(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, rootOwner: number | undefined): void {
+export function verifyForAppend(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, homeOwner: number | undefined): void {
   checkRegular(p, st, 'verify');
-  checkOwner(p, st, env, rootOwner, 'append to');
+  checkOwner(p, st, env, homeOwner, ref, 'append to');
   if (st.nlink !== 1) {
     throw new FsPolicyError({
       code: 'EHARDLINK',
@@ -62,7 +64,8 @@ export function verifyForAppend(p: string, st: fs.Stats, ref: KindRef, env: Herm
 }
 
 /**
- * Replace: the file must be a regular file of ours (someone else's file is never replaced); its mode is carried
+ * Replace: the file must be a regular file of a trusted owner (someone else's file is never replaced, and as
+ * root its owner is never given the new content); its mode is carried
  * over only when it has one link and stays within the kind's ceiling, otherwise the kind's mode applies.
  */
 export function verifyForReplace(
@@ -70,11 +73,11 @@ export function verifyForReplace(
   st: fs.Stats,
   ref: KindRef,
   env: HermesEnvironment,
-  rootOwner: number | undefined,
+  homeOwner: number | undefined,
   warnings: string[],
 ): { inheritMode: boolean } {
   checkRegular(p, st, 'resolve');
-  checkOwner(p, st, env, rootOwner, 'replace');
+  checkOwner(p, st, env, homeOwner, ref, 'replace');
   const ceiling = fileCeilingFor(ref, env);
   const mode = st.mode & 0o777;
   if (st.nlink > 1) {
@@ -86,4 +89,22 @@ export function verifyForReplace(
     return { inheritMode: false };
   }
   return { inheritMode: true };
+}
+
+/**
+ * Use (a file handed to a library that writes into it, e.g. SQLite): a regular file of a trusted owner with one
+ * link — checked on a descriptor's fstat — so an owner-only artifact never goes into a file someone else
+ * created or linked.
+ */
+export function verifyForUse(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, homeOwner: number | undefined): void {
+  checkRegular(p, st, 'verify');
+  checkOwner(p, st, env, homeOwner, ref, 'use');
+  if (st.nlink !== 1) {
+    throw new FsPolicyError({
+      code: 'EHARDLINK',
+      step: 'verify',
+      path: p,
+      message: `refusing to use ${p}: it has ${String(st.nlink)} hard links, so what is written to it is readable under another name`,
+    });
+  }
 }
