@@ -4,7 +4,8 @@ import { registerMatrix } from './commands/matrix.js';
 import { registerPending } from './commands/pending.js';
 import { registerProvision } from './commands/provision.js';
 import { registerSave } from './commands/save.js';
-import { EXIT_CODES_HELP } from './commands/common.js';
+import { ACTS_AS_HELP, EXIT_CODES_HELP } from './commands/common.js';
+import { setInvocation } from './lib/act-as-owner.js';
 import { CliError, EXIT, installStreamGuards, printJson, errorDocument, reportError, stdoutExitCode } from './lib/output.js';
 import { VERSION } from './version.js';
 
@@ -36,7 +37,7 @@ export function buildProgram(): Command {
   registerProvision(program);
   program.addHelpText(
     'after',
-    `\nExamples:\n  $ hermes-fs matrix                      # measure S1–S5 live\n  $ hermes-fs --home ~/.hermes doctor     # audit a home\n  $ hermes-fs pending list                # the shutdown spool (newest 50)\n  $ hermes-fs save --session 20250101_x   # export a session\n\nEvery command takes --home, --json, --debug, --color/--no-color and --help.\n${EXIT_CODES_HELP}\n`,
+    `\nExamples:\n  $ hermes-fs matrix                      # measure S1–S5 live\n  $ hermes-fs --home ~/.hermes doctor     # audit a home\n  $ hermes-fs pending list                # the shutdown spool (newest 50)\n  $ hermes-fs save --session 20250101_x   # export a session\n\nEvery command takes --home, --json, --debug, --color/--no-color and --help.\n\n${ACTS_AS_HELP}\n\n${EXIT_CODES_HELP}\n`,
   );
   // Subcommands report usage errors through the same override (exit 2).
   const override = (cmd: Command): void => {
@@ -65,6 +66,7 @@ function commandOf(program: Command, argv: readonly string[]): string {
 /** Runs the CLI; resolves to the exit code (never throws). */
 export async function main(argv: readonly string[]): Promise<number> {
   installStreamGuards();
+  setInvocation(argv);
   const program = buildProgram();
   const json = argv.includes('--json');
   const debug = argv.includes('--debug');

@@ -1,7 +1,9 @@
 import type { SaveFormat } from '@hermes/cli';
 import type { Command } from 'commander';
+import { actingIdentity } from '../lib/acting-uid.js';
+import { type Actor, ownerToActAs, runAsOwner, verifyActingHome } from '../lib/act-as-owner.js';
 import { checkHome, resolveHome } from '../lib/home.js';
-import { CliError, EXIT, type ExitCode, reportError, setColorFlag } from '../lib/output.js';
+import { CliError, EXIT, type ExitCode, reportError, setColorFlag, stderrLine } from '../lib/output.js';
 
 /** The snapshot formats of @hermes/cli, as the commands offer them. */
 export const FORMAT_CHOICES: readonly SaveFormat[] = ['md', 'json', 'html'];
@@ -36,6 +38,34 @@ export const EXIT_CODES_HELP = [
   '     an unexpected error (with --json: the error document on stdout)',
 ].join('\n');
 
+/** Which uid each command acts as, for the program's help (docs/acting-uid.md has the full table). */
+export const ACTS_AS_HELP = [
+  'Acts as (run by root on a home another uid owns):',
+  "  pending list|show|recover|export|prune   the home's owner: uid, gid and groups",
+  "  save                                     the home's owner: uid, gid and groups",
+  '  doctor                                   root (mode and owner repairs, through descriptors)',
+  '  matrix, provision                        the invoking uid (they read no home)',
+  'Run by any other uid (or on a root-owned home), every command acts as that uid.',
+].join('\n');
+
+/** The identity classes of the commands: content (owner), repairs (root), no home (invoker, printer). */
+export type ActsAs = 'owner' | 'root' | 'invoker' | 'printer';
+
+const ACTS_AS_TEXT: Readonly<Record<ActsAs, string>> = {
+  owner:
+    "Acts as: the home's owner. Run by root on a home another uid owns, it checks the path to the home, then\n" +
+    "re-runs itself with the owner's uid, gid and groups before it reads or writes anything there: a link that a\n" +
+    'group member planted leads only where the owner could go anyway (docs/acting-uid.md).',
+  root: 'Acts as: the invoking uid; run by root it stays root, and its mode and owner repairs go through\ndescriptors.',
+  invoker: 'Acts as: the invoking uid (it reads no Hermes home).',
+  printer: 'Acts as: the invoking uid (it prints configuration; it reads and writes nothing in a home).',
+};
+
+/** Adds the "Acts as" paragraph to a command's help (before its examples). */
+export function actsAs(cmd: Command, who: ActsAs): Command {
+  return cmd.addHelpText('after', `\n${ACTS_AS_TEXT[who]}`);
+}
+
 /** Adds the examples (and the exit codes) under the command's help. */
 export function examples(cmd: Command, list: readonly (readonly [string, string])[]): Command {
   const width = Math.max(...list.map(([c]) => c.length));
@@ -61,20 +91,34 @@ export function globalsOf(cmd: Command): GlobalOptions & { readonly homeGiven: b
  * Runs a command's body with the shared contract: the global options applied, the one home check (exit 2 for
  * a missing or unusable home), every failure reported as one line plus a hint (and, with --json, the error
  * document on stdout), and the body's exit code set.
+ *
+ * `actor: 'owner'` (content commands): run by root on a home another uid owns, the body does not run here —
+ * the home's path is checked, the command is re-run as the home's owner (see lib/act-as-owner.ts) and its exit
+ * code is this run's. In that re-run process the home is the one root checked, verified again.
  */
 export async function runAction(
   cmd: Command,
-  spec: { readonly command: string; readonly home: boolean },
+  spec: { readonly command: string; readonly home: boolean; readonly actor?: Actor },
   body: (ctx: RunContext) => Promise<ExitCode> | ExitCode,
 ): Promise<void> {
   const g = globalsOf(cmd);
   setColorFlag(g.color);
-  let code: ExitCode;
+  let code: number;
   try {
     let home = '';
-    if (spec.home) {
+    const acting = actingIdentity();
+    if (spec.home && acting !== undefined) {
+      home = verifyActingHome(acting);
+      checkHome(home);
+      if (g.debug) debugIdentity(acting);
+    } else if (spec.home) {
       home = resolveHome(g.home);
       checkHome(home);
+      const owner = ownerToActAs(home, spec.actor ?? 'invoker');
+      if (owner !== undefined) {
+        process.exitCode = await runAsOwner(owner, { debug: g.debug });
+        return;
+      }
     } else if (g.homeGiven) {
       throw new CliError(`${spec.command} does not use a Hermes home: it measures fresh temporary homes only`, {
         code: 'EUSAGE',
@@ -87,6 +131,12 @@ export async function runAction(
     code = reportError(err, { debug: g.debug, json: g.json, command: spec.command });
   }
   process.exitCode = code;
+}
+
+/** `--debug` in the re-run process: the identity it runs with, as the kernel reports it. */
+function debugIdentity(acting: NonNullable<ReturnType<typeof actingIdentity>>): void {
+  const v = acting.verified;
+  stderrLine(`hermes-fs: debug: running as the home's owner: uid ${String(v.uid)}, euid ${String(v.euid)}, gid ${String(v.gid)}, egid ${String(v.egid)}, groups ${v.groups.join(',')}`);
 }
 
 /** A usage error (exit 2) raised by a command after commander's own checks. */

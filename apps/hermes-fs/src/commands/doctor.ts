@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { colorsFor, printJson, println } from '../lib/output.js';
-import { examples, runAction, usageError } from './common.js';
+import { actsAs, examples, runAction, usageError } from './common.js';
 
 interface DoctorOptions {
   fix: boolean;
@@ -33,6 +33,7 @@ export function registerDoctor(program: Command): void {
     .option('--tmpfiles <file>', 'the installed tmpfiles.d configuration (hermes-fs provision tmpfiles): managed evidence after the marker')
     .option('--allow-link <prefix>', 'links into this prefix are legitimate (repeatable; default /nix/store)', collect, [])
     .option('--fail-on <level>', 'what makes the exit code 1: error, or warning (errors and warnings)', 'warning');
+  actsAs(cmd, 'root');
   examples(cmd, [
     ['hermes-fs doctor', 'audit $HERMES_HOME (or ~/.hermes)'],
     ['hermes-fs doctor --home /var/lib/hermes/.hermes --dry-run', 'what --fix would change'],

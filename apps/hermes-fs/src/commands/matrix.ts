@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { colorsFor, EXIT, printJson, println } from '../lib/output.js';
 import { outputWidth } from '../lib/term.js';
 import { MATRIX_ARTIFACTS, type MatrixArtifact } from '../matrix/scenarios.js';
-import { examples, runAction } from './common.js';
+import { actsAs, examples, runAction } from './common.js';
 
 interface MatrixOptions {
   only?: MatrixArtifact[];
@@ -31,6 +31,7 @@ export function registerMatrix(program: Command): void {
         }),
     )
     .option('--no-cross-uid', 'skip the cross-uid rows (and the throwaway users) even when running as root');
+  actsAs(cmd, 'invoker');
   examples(cmd, [
     ['hermes-fs matrix', 'the full table; exit 0 when every cell matches docs/permissions.md'],
     ['hermes-fs matrix --only pending-messages --json', 'one artifact, as JSON (schema/matrix.schema.json)'],

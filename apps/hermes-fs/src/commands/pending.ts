@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ExportOptions } from '../pending/show.js';
-import { examples, FORMAT_CHOICES, PROGRESS_THRESHOLD, runAction, usageError } from './common.js';
+import { actsAs, examples, FORMAT_CHOICES, PROGRESS_THRESHOLD, runAction, usageError } from './common.js';
 
 function nonNegativeInteger(v: string): number {
   const n = Number(v);
@@ -20,13 +20,14 @@ function registerList(pending: Command): void {
     )
     .addOption(new Option('--limit <n>', 'show the newest N files').argParser(nonNegativeInteger).default(50))
     .option('--all', 'show every file', false);
+  actsAs(cmd, 'owner');
   examples(cmd, [
     ['hermes-fs pending list', 'the newest 50 files of $HERMES_HOME\'s spool, and totals'],
     ['hermes-fs pending list --all | less -S', 'every file'],
     ['hermes-fs pending list --home /var/lib/hermes/.hermes --json', 'every entry as JSON (schema/pending-list.schema.json)'],
   ]);
   cmd.action((opts: { limit: number; all: boolean }) =>
-    runAction(cmd, { command: 'pending list', home: true }, async (ctx) => {
+    runAction(cmd, { command: 'pending list', home: true, actor: 'owner' }, async (ctx) => {
       const { listAction } = await import('../pending/list.js');
       return listAction(ctx, { limit: opts.limit, all: opts.all, limitGiven: cmd.getOptionValueSource('limit') === 'cli' });
     }),
@@ -38,9 +39,10 @@ function registerShow(pending: Command): void {
     .command('show')
     .argument('<id>', 'the id from `pending list` (a unique prefix of 4+ characters is enough) or the file name')
     .description('Prints one spool file: where it came from, its kind and its full payload (control characters escaped).');
+  actsAs(cmd, 'owner');
   examples(cmd, [['hermes-fs pending show 3f2a9c', 'one payload, by id prefix']]);
   cmd.action((id: string) =>
-    runAction(cmd, { command: 'pending show', home: true }, async (ctx) => {
+    runAction(cmd, { command: 'pending show', home: true, actor: 'owner' }, async (ctx) => {
       const { showAction } = await import('../pending/show.js');
       return showAction(ctx, id);
     }),
@@ -60,13 +62,14 @@ function registerExport(pending: Command): void {
     .option('--output <name>', 'file name inside <home>/sessions/saved/ (.md, .json or .html)')
     .option('--redact', 'mask secrets in the transcript (@hermes/redact)', false)
     .option('--stdout', 'print the transcript instead of saving it', false);
+  actsAs(cmd, 'owner');
   examples(cmd, [
     ['hermes-fs pending export 3f2a9c --format md', 'Markdown transcript in sessions/saved/'],
     ['hermes-fs pending export 3f2a9c --output incident.html --redact', 'self-contained HTML, secrets masked'],
     ['hermes-fs pending export 3f2a9c --stdout | less', 'read it without writing anything'],
   ]);
   cmd.action((id: string, opts: ExportOptions) =>
-    runAction(cmd, { command: 'pending export', home: true }, async (ctx) => {
+    runAction(cmd, { command: 'pending export', home: true, actor: 'owner' }, async (ctx) => {
       const { exportAction } = await import('../pending/show.js');
       return exportAction(ctx, id, opts);
     }),
@@ -84,12 +87,13 @@ function registerRecover(pending: Command): void {
         `progress bar on a terminal when more than ${PROGRESS_THRESHOLD} files wait.`,
     )
     .option('--create-db', 'create an empty state.db when there is none', false);
+  actsAs(cmd, 'owner');
   examples(cmd, [
     ['hermes-fs pending recover', 'replay into $HERMES_HOME/state.db'],
     ['sudo -u hermes hermes-fs pending recover --home /var/lib/hermes/.hermes', 'as the uid that owns the payloads'],
   ]);
   cmd.action((opts: { createDb: boolean }) =>
-    runAction(cmd, { command: 'pending recover', home: true }, async (ctx) => {
+    runAction(cmd, { command: 'pending recover', home: true, actor: 'owner' }, async (ctx) => {
       const { recoverAction } = await import('../pending/recover.js');
       return recoverAction(ctx, { createDb: opts.createDb });
     }),
@@ -114,12 +118,13 @@ function registerPrune(pending: Command): void {
     )
     .option('--yes', 'delete the files (without it: a dry run)', false)
     .option('--dry-run', 'list what would be deleted; delete nothing (the default)', false);
+  actsAs(cmd, 'owner');
   examples(cmd, [
     ['hermes-fs pending prune', 'what the retention settings would delete (nothing is deleted)'],
     ['hermes-fs pending prune --older-than 7 --yes', 'delete .bad files and snapshots older than a week'],
   ]);
   cmd.action((opts: { olderThan?: number; yes: boolean; dryRun: boolean }) =>
-    runAction(cmd, { command: 'pending prune', home: true }, async (ctx) => {
+    runAction(cmd, { command: 'pending prune', home: true, actor: 'owner' }, async (ctx) => {
       if (opts.yes && opts.dryRun) throw usageError('--yes and --dry-run contradict each other', 'drop one of them');
       const { pruneAction } = await import('../pending/prune.js');
       return pruneAction(ctx, { yes: opts.yes, ...(opts.olderThan === undefined ? {} : { olderThan: opts.olderThan }) });
@@ -135,6 +140,7 @@ export function registerPending(program: Command): void {
       'The operator\'s view of <home>/pending_messages/, where the gateway spools messages it could not deliver ' +
         'before it stopped. Salvage flow: list -> show -> recover (payloads) / export (agent-history snapshots) -> prune.',
     );
+  actsAs(pending, 'owner');
   examples(pending, [
     ['hermes-fs pending list', 'what is waiting'],
     ['hermes-fs pending recover', 'replay payloads into state.db'],

@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { EXIT, printJson, reportError, setColorFlag } from '../lib/output.js';
 import { DEFAULT_HOME, DEFAULT_SERVICE, DEFAULT_USER } from '../provision/install.js';
-import { examples, globalsOf } from './common.js';
+import { actsAs, examples, globalsOf } from './common.js';
 
 interface InstallOptions {
   home?: string;
@@ -68,6 +68,7 @@ export function registerProvision(program: Command): void {
       'Prints what a package manager and a service manager need to provide a Hermes home, generated from the same ' +
         '@hermes/fs-policy registry the runtime enforces and the doctor audits: no mode is written by hand.',
     );
+  actsAs(provision, 'printer');
   examples(provision, [
     ['hermes-fs provision tmpfiles > /etc/tmpfiles.d/hermes.conf', 'managed home /var/lib/hermes, owner hermes'],
     ['hermes-fs provision systemd --exec-start "/usr/bin/hermes gateway"', 'a full service unit'],
@@ -85,6 +86,7 @@ export function registerProvision(program: Command): void {
       ),
     'systemd',
   );
+  actsAs(tmpfiles, 'printer');
   examples(tmpfiles, [
     ['hermes-fs provision tmpfiles --home /var/lib/hermes --user hermes --group hermes', 'managed (2770, setgid)'],
     ['hermes-fs provision tmpfiles --unmanaged --home-mode 0701', 'single-user, HERMES_HOME_MODE=0701'],
@@ -109,6 +111,7 @@ export function registerProvision(program: Command): void {
     .option('--exec-start <command>', 'write a full unit with this ExecStart= (default: a drop-in)')
     .option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger)
     .option('--sync-budget-ms <ms>', 'the hook\'s syncBudgetMs, if the gateway sets one (default: the flush budget)', positiveInteger);
+  actsAs(systemd, 'printer');
   examples(systemd, [
     ['hermes-fs provision systemd > /etc/systemd/system/hermes.service.d/50-hermes-fs.conf', 'a drop-in'],
     ['hermes-fs provision systemd --exec-start "/usr/bin/hermes gateway" --flush-budget-ms 15000', 'a full unit'],
@@ -127,6 +130,7 @@ export function registerProvision(program: Command): void {
     'nixos',
   ).option('--flush-budget-ms <ms>', 'the gateway\'s shutdown flush budget (default: gateway.shutdown_flush_budget_ms\'s default)', positiveInteger)
     .option('--sync-budget-ms <ms>', 'the hook\'s syncBudgetMs, if the gateway sets one (default: the flush budget)', positiveInteger);
+  actsAs(nixos, 'printer');
   examples(nixos, [
     ['hermes-fs provision nixos > /etc/nixos/hermes-fs.nix', 'managed home /var/lib/hermes'],
     ['hermes-fs provision nixos --home /var/lib/hermes/.hermes --service hermes-agent', 'another home and service'],
@@ -139,6 +143,7 @@ export function registerProvision(program: Command): void {
   });
 
   const registry = provision.command('registry').description('The @hermes/fs-policy registry: every artifact kind with its modes, as a table or (--json) as data.');
+  actsAs(registry, 'printer');
   examples(registry, [
     ['hermes-fs provision registry', 'a table'],
     ['hermes-fs provision registry --json | jq .registry.kinds', 'as data'],

@@ -1,6 +1,6 @@
 import type { SaveFormat } from '@hermes/cli';
 import { type Command, Option } from 'commander';
-import { examples, FORMAT_CHOICES, runAction } from './common.js';
+import { actsAs, examples, FORMAT_CHOICES, runAction } from './common.js';
 
 export interface SaveCommandOptions {
   session: string;
@@ -24,13 +24,14 @@ export function registerSave(program: Command): void {
     .addOption(new Option('--format <format>', 'snapshot format (default json, or the --output extension)').choices(FORMAT_CHOICES))
     .option('--redact', 'mask secrets in every string of the snapshot (@hermes/redact)', false)
     .option('--output <name>', 'file name inside <home>/sessions/saved/ (replaces an existing file of that name)');
+  actsAs(cmd, 'owner');
   examples(cmd, [
     ['hermes-fs save --session 20250101_120000_ab12cd', 'JSON snapshot, default name'],
     ['hermes-fs save --session 20250101_120000_ab12cd --format md --redact', 'readable Markdown, secrets masked'],
     ['hermes-fs save --session 20250101_120000_ab12cd --output incident.html', 'self-contained HTML, chosen name'],
   ]);
   cmd.action((opts: SaveCommandOptions) =>
-    runAction(cmd, { command: 'save', home: true }, async (ctx) => {
+    runAction(cmd, { command: 'save', home: true, actor: 'owner' }, async (ctx) => {
       const { saveAction } = await import('../actions/save.js');
       return saveAction(ctx, opts);
     }),
