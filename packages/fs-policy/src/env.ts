@@ -2,7 +2,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { FsPolicyError } from './errors.js';
 import { type AnchorMode, anchorMode, fallbackReason } from './internal/anchor.js';
-import { readRegularFileIfExistsSync, readRegularFileSync } from './read.js';
+import { detectManaged, type ManagedInfo } from './managed.js';
+import { readRegularFileSync } from './read.js';
 import { MANAGED_INSTALL } from './registry.js';
 import { getLogger } from './logger.js';
 
@@ -49,58 +50,15 @@ export function profileHome(root: string, name: string): string {
   return path.join(root, 'profiles', name);
 }
 
-/** Where the managed decision came from. */
-export type ManagedSource = 'env' | 'marker' | 'none';
-
-export interface ManagedInfo {
-  /** True when a package manager owns the home (group-shared directories, no chmod by the runtime). */
-  readonly managed: boolean;
-  /** The manager's name (`nixos`, `home-manager`, any other value verbatim), or null when not managed. */
-  readonly system: string | null;
-  readonly source: ManagedSource;
-  /** The raw value that decided (env value or marker content), or null. */
-  readonly raw: string | null;
-}
-
-const NOT_MANAGED = new Set(['brew', 'homebrew', 'false', '0', 'no', 'off']);
-const MANAGED_BY_NIXOS = new Set(['', 'true', '1', 'yes', 'on']);
-
-/** Applies the one managed vocabulary to a value (from the env or the marker). */
-export function interpretManagedValue(value: string): { managed: boolean; system: string | null } {
-  const v = value.replace(/^\uFEFF/, '').trim().toLowerCase();
-  if (NOT_MANAGED.has(v)) return { managed: false, system: null };
-  if (MANAGED_BY_NIXOS.has(v)) return { managed: true, system: 'nixos' };
-  return { managed: true, system: v };
-}
-
-/**
- * Decides whether `home` is a managed install: a non-blank `HERMES_MANAGED` wins; otherwise the
- * `<home>/.managed` marker's content decides; otherwise not managed.
- */
-export function detectManaged(home: string, env: EnvSource = process.env): ManagedInfo {
-  const fromEnv = env.HERMES_MANAGED;
-  if (fromEnv !== undefined && fromEnv.trim() !== '') {
-    return { ...interpretManagedValue(fromEnv), source: 'env', raw: fromEnv };
-  }
-  const marker = path.join(home, MANAGED_INSTALL.marker.name);
-  let content: string;
-  try {
-    // Never blocks: a FIFO planted as the marker is refused after fstat; a link is not followed. Its absence,
-    // the common case read on every call without an environment, costs one failed open.
-    const file = readRegularFileIfExistsSync(marker, { maxBytes: 4096 });
-    if (file === undefined) return { managed: false, system: null, source: 'none', raw: null };
-    content = file.data.toString('utf8');
-  } catch (err) {
-    const code = err instanceof FsPolicyError ? err.code : (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { managed: false, system: null, source: 'none', raw: null };
-    getLogger().warn('managed marker exists but cannot be read as a regular file; treating the home as managed by nixos', {
-      path: marker,
-      code,
-    });
-    content = '';
-  }
-  return { ...interpretManagedValue(content), source: 'marker', raw: content };
-}
+export {
+  detectManaged,
+  inspectManagedMarker,
+  interpretManagedValue,
+  type ManagedInfo,
+  type ManagedMarker,
+  type ManagedSource,
+  type MarkerState,
+} from './managed.js';
 
 export interface ParsedHomeMode {
   /** The mode to use for directories that honour HERMES_HOME_MODE (0o700 when unset or rejected). */
@@ -288,6 +246,8 @@ export function loadEnvironment(options: LoadEnvironmentOptions = {}): HermesEnv
     );
   }
   for (const w of warnings) warnOnce(w);
+  // The marker's warnings were logged (once, with path, code and fix) where they arose.
+  warnings.unshift(...(managed.warnings ?? []));
   return {
     home,
     managed,

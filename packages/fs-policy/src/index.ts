@@ -86,6 +86,8 @@ export {
 export { ensureHermesHome, ensureHermesHomeSync, type EnsureHomeOptions, type EnsureHomeResult } from './home.js';
 export { ensureFile, ensureFileSync, type EnsureFileOptions, type EnsureFileResult } from './file.js';
 export { checkHomeChainSync, holdDirectorySync, scanTreeSync, type HeldDirectory, type ScanEntry, type ScanResult, type ScanVisitor } from './scan.js';
+export { MAX_TREE_DEPTH, type TooDeep } from './scan.js';
+export { inspectManagedMarker, type ManagedMarker, type MarkerState } from './managed.js';
 export { fsyncHeldDirectory, fsyncHeldDirectorySync, type DirIdentity } from './held-fsync.js';
 export { readRegularFile, readRegularFileSync, type ReadRegularOptions, type RegularFile } from './read.js';
 export { anchorMode, type AnchorMode } from './internal/anchor.js';

@@ -60,6 +60,18 @@ export function expectedDirMode(current: number, ref: KindRef, env: HermesEnviro
   return (current | 0o2070) & 0o7777;
 }
 
+/**
+ * True when tightening `before` to `expected` would take group access from a setgid, group-shared directory
+ * (the managed layout) although nothing trusted said the install is unmanaged — neither HERMES_MANAGED nor a
+ * trusted marker (an untrusted or unreadable one decides nothing). Tightening it then would be the seeds' bug
+ * on a guess: the service group's other uid loses access to its own home.
+ */
+function unguardedTightening(before: number, expected: number, env: HermesEnvironment): boolean {
+  if (env.managed.managed || env.managed.source === 'env' || env.managed.source === 'marker') return false;
+  const sharedLayout = (before & 0o2000) !== 0 && (before & 0o070) !== 0;
+  return sharedLayout && (before & 0o070 & ~expected) !== 0;
+}
+
 const LEAVE_CODES = new Set(['EPERM', 'EROFS', 'ENOTSUP', 'EOPNOTSUPP', 'EINVAL']);
 
 interface Opened {
@@ -186,6 +198,17 @@ function* reconcilePlan(dir: string, ref: KindRef, env: HermesEnvironment, optio
     if (expected === null || expected === before) {
       return { path: target, action: 'none', before, after: before, expected, warnings };
     }
+    if (options.operator !== true && unguardedTightening(before, expected, env)) {
+      return left(
+        target,
+        before,
+        expected,
+        warnings,
+        `${target} is setgid and group-shared (mode ${formatMode(before)}, the managed layout) but nothing trusted says whether the install ` +
+          `is managed (${env.managed.source === 'unknown' ? 'the .managed marker could not be looked up' : 'no HERMES_MANAGED, no trusted .managed marker'}): ` +
+          `left as it is; set HERMES_MANAGED (or have root or the home's owner write the marker), or run hermes-fs doctor --fix --unmanaged`,
+      );
+    }
     const uid = currentUid();
     if (uid !== 0 && st.uid !== uid) {
       return left(target, before, expected, warnings, `${target} is owned by uid ${String(st.uid)}, not ${String(uid)}: mode ${formatMode(before)} left as it is (policy asks ${formatMode(expected)})`);
@@ -201,7 +224,8 @@ function* reconcilePlan(dir: string, ref: KindRef, env: HermesEnvironment, optio
  * Brings an existing directory to the mode policy asks for, through a descriptor reached one component at a
  * time from the root (a link at its place is never followed). Guarded: a directory owned by someone else, a
  * link, a directory that changed since the audit (`expect`), or a refused chmod (EPERM, EROFS, …) is left as
- * it is and reported as a warning; runtime code never changes a managed directory.
+ * it is and reported as a warning; runtime code never changes a managed directory, nor takes group access
+ * from a setgid group-shared one unless HERMES_MANAGED or a trusted marker said the install is unmanaged.
  */
 export async function reconcileDir(dir: string, kind: KindRef, options: ReconcileOptions = {}): Promise<ReconcileResult> {
   const env = options.env ?? loadEnvironment();

@@ -36,11 +36,35 @@ export interface ScanResult {
   readonly realPath: string;
   /** Entries that could not be read (`code`), or that changed under the scan (`ERACE`). */
   readonly errors: readonly { path: string; code: string }[];
+  /**
+   * Directories the walk met but did not enter because they lie deeper than {@link MAX_TREE_DEPTH}: nothing
+   * below them was visited. Empty when the whole tree was walked.
+   */
+  readonly tooDeep: readonly TooDeep[];
 }
 
-const MAX_DEPTH = 256;
+/**
+ * How deep the tree walks ({@link scanTreeSync}, the sweep) go below their root: a directory at this depth is
+ * still visited, its subdirectories are reported as {@link TooDeep} and not entered. Bounds the descriptors
+ * and the stack a walk uses on a tree a member of the group built to exhaust them.
+ */
+export const MAX_TREE_DEPTH = 256;
 
-function* scanDir(dir: DirRef, rel: string, visitor: ScanVisitor, errors: { path: string; code: string }[], held: Held, depth: number): Plan<void> {
+/** A limit a walk met: the directory at `path` (at `depth` levels below the root) was not entered. */
+export interface TooDeep {
+  readonly type: 'too-deep';
+  readonly path: string;
+  readonly depth: number;
+  readonly limit: number;
+}
+
+interface ScanOut {
+  readonly errors: { path: string; code: string }[];
+  readonly tooDeep: TooDeep[];
+}
+
+function* scanDir(dir: DirRef, rel: string, visitor: ScanVisitor, out: ScanOut, held: Held, depth: number): Plan<void> {
+  const { errors } = out;
   let names: fs.Dirent[];
   try {
     names = yield* call('readdir', dir.path, 'readdir', selfFd(dir.fd, dir.path));
@@ -78,7 +102,11 @@ function* scanDir(dir: DirRef, rel: string, visitor: ScanVisitor, errors: { path
       visitor.other?.(entry);
     }
   }
-  if (depth >= MAX_DEPTH) return;
+  if (depth >= MAX_TREE_DEPTH) {
+    // Said, never silent: each directory left unvisited is named with its depth.
+    for (const sub of descend) out.tooDeep.push({ type: 'too-deep', path: sub.path, depth: depth + 1, limit: MAX_TREE_DEPTH });
+    return;
+  }
   for (const sub of descend) {
     let fd: number;
     try {
@@ -94,7 +122,7 @@ function* scanDir(dir: DirRef, rel: string, visitor: ScanVisitor, errors: { path
     if (st.dev !== sub.stat.dev || st.ino !== sub.stat.ino) {
       errors.push({ path: sub.path, code: 'ERACE' });
     } else {
-      yield* scanDir(ref, sub.rel, visitor, errors, held, depth + 1);
+      yield* scanDir(ref, sub.rel, visitor, out, held, depth + 1);
     }
     yield* held.releaseOne(ref);
   }
@@ -102,7 +130,7 @@ function* scanDir(dir: DirRef, rel: string, visitor: ScanVisitor, errors: { path
 
 function* scanPlan(rootPath: string, visitor: ScanVisitor): Plan<ScanResult> {
   const held = new Held();
-  const errors: { path: string; code: string }[] = [];
+  const out: ScanOut = { errors: [], tooDeep: [] };
   const root = path.resolve(rootPath);
   try {
     const { anchor, missing } = yield* anchorAt(root, held);
@@ -110,9 +138,9 @@ function* scanPlan(rootPath: string, visitor: ScanVisitor): Plan<ScanResult> {
     const rootStat = yield* statOf(anchor, held);
     const realPath = yield* realOf(anchor);
     if (visitor.directory({ path: root, rel: '', name: path.basename(root), stat: rootStat }) !== false) {
-      yield* scanDir(anchor, '', visitor, errors, held, 0);
+      yield* scanDir(anchor, '', visitor, out, held, 0);
     }
-    return { root: rootStat, realPath, errors };
+    return { root: rootStat, realPath, errors: out.errors, tooDeep: out.tooDeep };
   } finally {
     yield* held.release();
   }
@@ -122,7 +150,8 @@ function* scanPlan(rootPath: string, visitor: ScanVisitor): Plan<ScanResult> {
  * Walks a tree through directory descriptors, for auditors: every entry is `lstat`ed relative to its parent's
  * descriptor, a directory is entered only through a descriptor opened without following a link and checked to
  * be the one just seen, links are reported with their text and never followed, FIFOs and devices are reported
- * and never opened. An entry swapped under the scan is reported as `ERACE`, not entered.
+ * and never opened. An entry swapped under the scan is reported as `ERACE`, not entered. Directories deeper
+ * than {@link MAX_TREE_DEPTH} are visited but not entered, and listed in `tooDeep`: no limit is silent.
  */
 export function scanTreeSync(root: string, visitor: ScanVisitor): ScanResult {
   return runSync(scanPlan(root, visitor));

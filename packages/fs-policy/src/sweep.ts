@@ -3,6 +3,7 @@ import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import { pidNamespace, selfFd } from './internal/anchor.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { anchorAt, at, type DirRef, Held, lstatAt } from './internal/resolve.js';
+import { MAX_TREE_DEPTH, type TooDeep } from './scan.js';
 import { parseTempName } from './internal/tempname.js';
 
 export { parseTempName, type ParsedTempName } from './internal/tempname.js';
@@ -41,12 +42,29 @@ export interface SweepOptions {
    * payloads that its salvage adopts, and that must therefore never be swept.
    */
   exclude?: readonly string[];
+  /**
+   * Directories (absolute) whose own temp files are reported but never removed; their subdirectories are
+   * swept as usual (the gateway's spool: its salvage, not the sweep, decides about the temps directly in it).
+   */
+  keep?: readonly string[];
 }
 
 export interface SweepResult {
   readonly found: readonly TempFile[];
   readonly removed: readonly string[];
   readonly errors: readonly { path: string; code: string }[];
+  /**
+   * Directories deeper than {@link MAX_TREE_DEPTH} below a root: not entered, so temps in them were neither
+   * found nor removed. Empty when every directory was walked.
+   */
+  readonly tooDeep: readonly TooDeep[];
+}
+
+interface SweepOut {
+  found: TempFile[];
+  removed: string[];
+  errors: { path: string; code: string }[];
+  tooDeep: TooDeep[];
 }
 
 /** True when a process with this pid exists (EPERM means it exists but belongs to someone else). */
@@ -76,7 +94,7 @@ function* sweepDir(
   options: SweepOptions,
   now: number,
   maxAge: number,
-  out: { found: TempFile[]; removed: string[]; errors: { path: string; code: string }[] },
+  out: SweepOut,
   held: Held,
   depth: number,
 ): Plan<void> {
@@ -87,11 +105,17 @@ function* sweepDir(
     out.errors.push({ path: dir.path, code: errnoCode(err) ?? 'EUNKNOWN' });
     return;
   }
+  const keep = options.keep?.some((x) => path.resolve(x) === dir.path) === true;
   for (const entry of entries) {
     const full = path.join(dir.path, entry.name);
     if (entry.isDirectory()) {
-      if (options.recursive === false || depth > 64) continue;
+      if (options.recursive === false) continue;
       if (options.exclude?.some((x) => path.resolve(x) === full) === true) continue;
+      if (depth >= MAX_TREE_DEPTH) {
+        // Not entered, and said: a temp below here is neither found nor removed.
+        out.tooDeep.push({ type: 'too-deep', path: full, depth: depth + 1, limit: MAX_TREE_DEPTH });
+        continue;
+      }
       let fd: number;
       try {
         // O_NOFOLLOW: a directory swapped for a link between readdir and here is not entered.
@@ -102,7 +126,12 @@ function* sweepDir(
         continue;
       }
       const sub = held.add<DirRef>({ fd, path: full });
-      yield* sweepDir(sub, options, now, maxAge, out, held, depth + 1);
+      try {
+        yield* sweepDir(sub, options, now, maxAge, out, held, depth + 1);
+      } finally {
+        // One descriptor per level of the current path, not one per directory of the tree.
+        yield* held.releaseOne(sub);
+      }
       continue;
     }
     if (!entry.isFile()) continue;
@@ -124,7 +153,7 @@ function* sweepDir(
       stale: alive === false || ageMs > maxAge,
     };
     out.found.push(temp);
-    if (options.remove === true && temp.stale) {
+    if (options.remove === true && temp.stale && !keep) {
       try {
         // Relative to the directory descriptor: the name is removed from this directory, wherever it now is.
         yield* call('unlink', full, 'unlink', at(dir, entry.name));
@@ -140,7 +169,7 @@ function* sweepDir(
 function* sweepPlan(roots: readonly string[], options: SweepOptions): Plan<SweepResult> {
   const now = options.now ?? Date.now();
   const maxAge = options.maxAgeMs ?? 3_600_000;
-  const out = { found: [] as TempFile[], removed: [] as string[], errors: [] as { path: string; code: string }[] };
+  const out: SweepOut = { found: [], removed: [], errors: [], tooDeep: [] };
   for (const r of roots) {
     const root = path.resolve(r);
     const held = new Held();
@@ -164,8 +193,9 @@ function* sweepPlan(roots: readonly string[], options: SweepOptions): Plan<Sweep
  * is stale when its writer is known to be dead, or it is older than an hour. A writer in another pid
  * namespace (a container sharing the volume) cannot be checked from here: only age decides for it, so a
  * live writer's temp is never taken for an orphan. The walk and every removal go through directory
- * descriptors; links are never followed. With `remove`, deletes the stale ones. Files of other programs are
- * never matched.
+ * descriptors; links are never followed. With `remove`, deletes the stale ones (never those directly in a
+ * `keep` directory). Files of other programs are never matched. Directories deeper than
+ * {@link MAX_TREE_DEPTH} are not entered and are listed in `tooDeep`: no limit is silent.
  */
 export async function sweepTempFiles(roots: string | readonly string[], options: SweepOptions = {}): Promise<SweepResult> {
   return runAsync(sweepPlan(typeof roots === 'string' ? [roots] : roots, options));

@@ -127,13 +127,13 @@ describe('managed detection', () => {
 
   it('env wins over the marker; the marker decides when env is blank; result names the source', () => {
     fs.rmSync(marker, { force: true });
-    expect(detectManaged(home, {})).toEqual({ managed: false, system: null, source: 'none', raw: null });
+    expect(detectManaged(home, {})).toEqual({ managed: false, system: null, source: 'none', raw: null, marker: 'absent', warnings: [] });
     fs.writeFileSync(marker, '\uFEFFhome-manager\n');
-    expect(detectManaged(home, {})).toEqual({ managed: true, system: 'home-manager', source: 'marker', raw: '\uFEFFhome-manager\n' });
-    expect(detectManaged(home, { HERMES_MANAGED: 'false' })).toEqual({ managed: false, system: null, source: 'env', raw: 'false' });
+    expect(detectManaged(home, {})).toEqual({ managed: true, system: 'home-manager', source: 'marker', raw: '\uFEFFhome-manager\n', marker: 'trusted', warnings: [] });
+    expect(detectManaged(home, { HERMES_MANAGED: 'false' })).toEqual({ managed: false, system: null, source: 'env', raw: 'false', marker: 'unread', warnings: [] });
     expect(detectManaged(home, { HERMES_MANAGED: '  ' }).source).toBe('marker');
     fs.writeFileSync(marker, '');
-    expect(detectManaged(home, {})).toEqual({ managed: true, system: 'nixos', source: 'marker', raw: '' });
+    expect(detectManaged(home, {})).toEqual({ managed: true, system: 'nixos', source: 'marker', raw: '', marker: 'trusted', warnings: [] });
   });
 });
 

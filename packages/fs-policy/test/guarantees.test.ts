@@ -366,7 +366,8 @@ describe('typed errors, never a hang, for special files met by the primitives', 
     expect(caught(() => ensureFileSync(fifo, { kind: 'moa-traces', env })).code).toBe('ENOTREGULAR');
     expect(caught(() => readRegularFileSync(fifo)).code).toBe('ENOTREGULAR');
     const reloaded = loadEnvironment({ home: env.home, env: {} });
-    expect(reloaded.managed).toMatchObject({ managed: true, system: 'nixos', source: 'marker' });
+    // Not a regular file: no evidence (ignored and reported), never read, never a hang.
+    expect(reloaded.managed).toMatchObject({ managed: false, system: null, source: 'none', marker: 'untrusted' });
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(() => fs.statSync(fifo).isFIFO()).not.toThrow();
   }, 10_000);
