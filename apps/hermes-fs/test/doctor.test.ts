@@ -63,7 +63,7 @@ describe('hermes-fs doctor: clean homes', () => {
     expect(modeOf(path.join(home, 'trajectories'))).toBe('2770');
     expect(modeOf(path.join(home, 'state.db'))).toBe('0660');
     const { run, json } = doctor(home, [], MANAGED);
-    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'env', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
+    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'env', marker: 'absent', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
     expect(json.findings).toEqual([]);
     expect(run.status).toBe(0);
   });
@@ -72,7 +72,7 @@ describe('hermes-fs doctor: clean homes', () => {
     const { home } = managedHome();
     fs.writeFileSync(path.join(home, '.managed'), 'nixos\n');
     const { json } = doctor(home);
-    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'marker', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
+    expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'marker', marker: 'trusted', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
     expect(json.findings).toEqual([]);
   });
 });

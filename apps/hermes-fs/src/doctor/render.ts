@@ -8,6 +8,14 @@ const PER_TYPE_LIMIT = 25;
 
 const ORDER: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
 
+/** Who decided managed, in words. */
+const SOURCE: Readonly<Record<string, string>> = {
+  flag: '--managed',
+  env: 'HERMES_MANAGED',
+  marker: '.managed marker',
+  tmpfiles: '--tmpfiles',
+};
+
 /** A path relative to the home, terminal-safe (file names are anyone's choice inside a shared home). */
 function rel(report: DoctorReport, p: string): string {
   for (const base of [report.realHome, report.home]) {
@@ -25,9 +33,12 @@ function label(sev: Severity, c: Colors): string {
 
 export function renderDoctor(report: DoctorReport, c: Colors): string {
   const out: string[] = [];
-  const managed = report.managed.managed
-    ? `managed by ${report.managed.system ?? '?'} (${report.managed.source === 'env' ? 'HERMES_MANAGED' : '.managed marker'})`
-    : 'unmanaged';
+  const m = report.managed;
+  const said: string[] = [];
+  if (m.managed) said.push(SOURCE[m.source] ?? m.source);
+  if (m.source === 'unknown') said.push('managed state unknown');
+  if (m.marker === 'untrusted') said.push('.managed marker untrusted, ignored');
+  const managed = `${m.managed ? `managed by ${m.system ?? '?'}` : 'unmanaged'}${said.length > 0 ? ` (${said.join('; ')})` : ''}`;
   const homeMode = report.managed.managed
     ? 'HERMES_HOME_MODE ignored (the package manager owns directory modes)'
     : `HERMES_HOME_MODE ${report.homeMode.source === 'env' ? report.homeMode.mode : `unset (${report.homeMode.mode})`}`;

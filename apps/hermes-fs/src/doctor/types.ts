@@ -21,7 +21,9 @@ export type FindingType =
   | 'unsafe-path'
   | 'state-file-mode'
   | 'hard-link'
-  | 'foreign-temp';
+  | 'foreign-temp'
+  | 'untrusted-marker'
+  | 'too-deep';
 
 export interface Finding {
   readonly type: FindingType;
@@ -59,13 +61,16 @@ export interface DoctorReport {
   readonly realHome: string;
   /**
    * How the doctor decided whether the home is managed: `flag` (--managed/--unmanaged), `env`
-   * (HERMES_MANAGED), `marker` (<home>/.managed), or `none`; `looksManaged` lists the tree's own evidence
-   * (setgid or group-writable directories, group-shared state files) when nothing else said so.
+   * (HERMES_MANAGED), `marker` (a trusted <home>/.managed), `tmpfiles` (--tmpfiles), `none`, or `unknown`
+   * (the marker could not be looked up); `marker` says what the marker was (`trusted`, `absent`,
+   * `untrusted`: ignored, `unknown`); `looksManaged` lists the tree's own evidence (setgid or group-writable
+   * directories, group-shared state files).
    */
   readonly managed: {
     readonly managed: boolean;
     readonly system: string | null;
     readonly source: string;
+    readonly marker: 'trusted' | 'absent' | 'untrusted' | 'unknown';
     readonly looksManaged: readonly string[];
   };
   readonly homeMode: { readonly mode: string; readonly source: string };
