@@ -101,3 +101,4 @@ export {
   type SweepResult,
   type TempFile,
 } from './sweep.js';
+export { checkEntry, fifoUnblocks, holdDatabaseFileSync, KILL_AFTER_MS, pinEntrySync, readHomeFileSync, readPinnedSync, trustedOwners, type DescriptorSnapshot, type EntryRule, type HeldDatabaseFile, type HoldDatabaseFileOptions, type HomeFile, type PinnedEntry, type ReadHomeFileOptions, type ReadPinnedOptions } from './dbfile.js';
