@@ -1,299 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import * as path from 'node:path';
-import Database from 'better-sqlite3';
-import { ensureFileSync, type HermesEnvironment, loadEnvironment } from '@hermes/fs-policy';
-import { databaseError, isRowRejection, SessionDbError } from './errors.js';
-import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
+import type Database from 'better-sqlite3';
+import { databaseError, SessionDbError } from './errors.js';
+import { INSERT_MESSAGE_SQL, insertMessage, type MessageRow, type NormalisedMessage, normaliseMessage } from './messages.js';
+import { commitBatch, type BatchConnection, ReplayWithSavepoints } from './recovery-batch.js';
 import {
-  coerceEpoch,
+  type AppendMessageInput,
+  type CreateSessionInput,
+  type ExportedMessage,
+  type ListSessionsOptions,
+  RECOVERABLE_END_REASONS,
+  RESET_END_REASONS,
+  type RecoveryEntry,
+  type RecoveryOutcome,
+  type SessionExport,
+  type SessionRow,
+  type SessionSummary,
+} from './types.js';
+import {
   decodeContent,
-  encodeContent,
-  encodeToolCalls,
   nowSeconds,
-  optionalInteger,
   optionalJsonObject,
   optionalText,
   parseJsonColumn,
   requiredEpoch,
   requiredText,
 } from './values.js';
-
-/** The file name of the session database in a Hermes home. */
-export const STATE_DB_FILE = 'state.db';
-
-/** Default SQLite busy timeout: how long a writer waits for another process's write lock. */
-export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
-
-/**
- * End reasons the reference treats as accidental (a runtime went away): such a session may still receive
- * recovered messages. Any other end reason is a deliberate boundary.
- */
-export const RECOVERABLE_END_REASONS: readonly string[] = [
-  'agent_close',
-  'ws_orphan_reap',
-  'superseded_by_resume',
-  'startup_orphan_reap',
-];
-
-/** Reset boundaries: a session ended this way fences off every older session of the same key. */
-export const RESET_END_REASONS: readonly string[] = [
-  'session_reset',
-  'session_switch',
-  'idle',
-  'daily',
-  'suspended',
-  'resume_pending_expired',
-];
-
-export interface OpenSessionDbOptions {
-  /** The Hermes home; `state.db` lives directly in it. Defaults to `env.home`, else HERMES_HOME. */
-  home?: string;
-  /** An explicit database file, instead of `<home>/state.db`. */
-  path?: string;
-  /** The resolved fs-policy environment (managed state, umask, HERMES_HOME_MODE). Loaded when omitted. */
-  env?: HermesEnvironment;
-  /** Open without writing anything: no file creation, no pragma that writes, no migration. */
-  readonly?: boolean;
-  /** SQLite busy timeout in milliseconds (default {@link DEFAULT_BUSY_TIMEOUT_MS}). */
-  busyTimeoutMs?: number;
-}
-
-export interface CreateSessionInput {
-  /** The session id; a random UUID when omitted. */
-  id?: string;
-  /** Where the session comes from: `cli`, `telegram`, … (required, as in the reference). */
-  source: string;
-  model?: string | null;
-  /** An object (stored as JSON) or a JSON string. */
-  modelConfig?: Readonly<Record<string, unknown>> | string | null;
-  sessionKey?: string | null;
-  userId?: string | null;
-  chatId?: string | null;
-  chatType?: string | null;
-  threadId?: string | null;
-  parentSessionId?: string | null;
-  title?: string | null;
-  cwd?: string | null;
-  /** Epoch seconds; now when omitted. Anything else but epoch seconds fails with `EINVALID_ROW`. */
-  startedAt?: number;
-}
-
-export interface AppendMessageInput {
-  sessionId: string;
-  role: string;
-  /** A string, null, or structured (list/object) content stored as JSON behind the reference's prefix. */
-  content?: string | readonly unknown[] | Readonly<Record<string, unknown>> | null;
-  /**
-   * Epoch seconds; now when omitted. A value that is not epoch seconds (milliseconds, NaN, a string) fails
-   * with `EINVALID_ROW` instead of being replaced silently.
-   */
-  timestamp?: number;
-  toolCallId?: string | null;
-  /** A list of tool calls (stored as JSON) or a JSON string of one; counts towards `tool_call_count`. */
-  toolCalls?: readonly unknown[] | string | null;
-  toolName?: string | null;
-  tokenCount?: number | null;
-  finishReason?: string | null;
-  platformMessageId?: string | null;
-  displayKind?: string | null;
-  displayMetadata?: Readonly<Record<string, unknown>> | string | null;
-}
-
-/**
- * A message as a recovered spool file carries it: every field except the session id comes verbatim from a
- * JSON payload, so it is typed `unknown` and validated here. A value that cannot be stored rejects the row.
- */
-export interface RecoveryRow {
-  readonly sessionId: string;
-  readonly role: unknown;
-  readonly content?: unknown;
-  readonly timestamp?: unknown;
-  readonly toolCallId?: unknown;
-  readonly toolCalls?: unknown;
-  readonly toolName?: unknown;
-  readonly tokenCount?: unknown;
-  readonly finishReason?: unknown;
-  readonly platformMessageId?: unknown;
-}
-
-/** One recovered spool file: its receipt id, its name (recorded with the receipt) and its rows. */
-export interface RecoveryEntry {
-  readonly receiptId: string;
-  readonly fileName: string;
-  readonly rows: readonly RecoveryRow[];
-}
-
-/** What happened to one {@link RecoveryEntry} in {@link SessionDb.commitRecovered}. */
-export type RecoveryOutcome =
-  | { readonly receiptId: string; readonly status: 'inserted'; readonly rowIds: readonly number[] }
-  | { readonly receiptId: string; readonly status: 'duplicate' }
-  | { readonly receiptId: string; readonly status: 'unknown-session'; readonly sessionId: string }
-  | { readonly receiptId: string; readonly status: 'rejected'; readonly error: string };
-
-/** A `sessions` row (the subset), with the reference's column names. */
-export interface SessionRow {
-  readonly id: string;
-  readonly source: string;
-  readonly user_id: string | null;
-  readonly session_key: string | null;
-  readonly chat_id: string | null;
-  readonly chat_type: string | null;
-  readonly thread_id: string | null;
-  readonly model: string | null;
-  readonly model_config: string | null;
-  readonly parent_session_id: string | null;
-  readonly started_at: number;
-  readonly ended_at: number | null;
-  readonly end_reason: string | null;
-  readonly message_count: number;
-  readonly tool_call_count: number;
-  readonly title: string | null;
-  readonly last_activity_at: number | null;
-  readonly cwd: string | null;
-}
-
-export interface SessionSummary {
-  readonly id: string;
-  readonly source: string;
-  readonly model: string | null;
-  readonly title: string | null;
-  readonly session_key: string | null;
-  readonly started_at: number;
-  readonly ended_at: number | null;
-  readonly end_reason: string | null;
-  readonly message_count: number;
-}
-
-/** One message of an export: the reference's column names; optional columns only when set. */
-export interface ExportedMessage {
-  readonly id: number;
-  readonly session_id: string;
-  readonly role: string;
-  readonly content: unknown;
-  readonly timestamp: number;
-  readonly tool_call_id?: string;
-  readonly tool_calls?: unknown;
-  readonly tool_name?: string;
-  readonly token_count?: number;
-  readonly finish_reason?: string;
-  readonly platform_message_id?: string;
-  readonly display_kind?: string;
-  readonly display_metadata?: unknown;
-}
-
-/**
- * A session in the `/save` JSON export shape: `id`, `model`, `started_at` and `messages` always; `source`,
- * `title`, `ended_at`, `end_reason` when set.
- */
-export interface SessionExport {
-  readonly id: string;
-  readonly source?: string;
-  readonly model: string | null;
-  readonly title?: string;
-  readonly started_at: number;
-  readonly ended_at?: number;
-  readonly end_reason?: string;
-  readonly message_count: number;
-  readonly messages: readonly ExportedMessage[];
-}
-
-export interface ListSessionsOptions {
-  source?: string;
-  /** Default 50. */
-  limit?: number;
-  offset?: number;
-}
-
-interface MessageRow {
-  id: number;
-  session_id: string;
-  role: string;
-  content: unknown;
-  timestamp: number;
-  tool_call_id: string | null;
-  tool_calls: string | null;
-  tool_name: string | null;
-  token_count: number | null;
-  finish_reason: string | null;
-  platform_message_id: string | null;
-  display_kind: string | null;
-  display_metadata: string | null;
-}
-
-interface NormalisedMessage {
-  sessionId: string;
-  role: string;
-  content: string | null;
-  timestamp: number;
-  toolCallId: string | null;
-  toolCalls: string | null;
-  toolCallCount: number;
-  toolName: string | null;
-  tokenCount: number | null;
-  finishReason: string | null;
-  platformMessageId: string | null;
-  displayKind: string | null;
-  displayMetadata: string | null;
-}
-
-const INSERT_MESSAGE_SQL =
-  'INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, ' +
-  'finish_reason, platform_message_id, display_kind, display_metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
-
-/** Runs {@link INSERT_MESSAGE_SQL} (prepared) for one message. */
-function insertMessage(statement: Database.Statement, m: NormalisedMessage): Database.RunResult {
-  return statement.run(
-    m.sessionId,
-    m.role,
-    m.content,
-    m.toolCallId,
-    m.toolCalls,
-    m.toolName,
-    m.timestamp,
-    m.tokenCount,
-    m.finishReason,
-    m.platformMessageId,
-    m.displayKind,
-    m.displayMetadata,
-  );
-}
-
-/** Thrown inside a fast-path batch when an entry failed after its first write: replay with savepoints. */
-class ReplayWithSavepoints extends Error {
-  constructor(cause: unknown) {
-    super('replay the recovery batch with one savepoint per entry', { cause });
-  }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-type LooseMessage = { readonly [K in keyof AppendMessageInput]?: unknown };
-
-/**
- * Validates and encodes one message. `timestamps: 'strict'` (a caller's own value) refuses anything but epoch
- * seconds; `'coerce'` (a value read from a spool file) replaces an implausible one with now, as the
- * reference's `coerce_epoch` does, so a file is never rejected for its timestamp alone.
- */
-function normaliseMessage(input: LooseMessage, timestamps: 'strict' | 'coerce'): NormalisedMessage {
-  const toolCalls = encodeToolCalls(input.toolCalls);
-  return {
-    sessionId: requiredText('session_id', input.sessionId),
-    role: requiredText('role', input.role),
-    content: encodeContent(input.content),
-    timestamp: timestamps === 'strict' ? requiredEpoch('timestamp', input.timestamp) : coerceEpoch(input.timestamp),
-    toolCallId: optionalText('tool_call_id', input.toolCallId),
-    toolCalls: toolCalls.text,
-    toolCallCount: toolCalls.count,
-    toolName: optionalText('tool_name', input.toolName),
-    tokenCount: optionalInteger('token_count', input.tokenCount),
-    finishReason: optionalText('finish_reason', input.finishReason),
-    platformMessageId: optionalText('platform_message_id', input.platformMessageId),
-    displayKind: optionalText('display_kind', input.displayKind),
-    displayMetadata: optionalJsonObject('display_metadata', input.displayMetadata),
-  };
-}
 
 const SESSION_SELECT =
   'SELECT id, source, user_id, session_key, chat_id, chat_type, thread_id, model, model_config, parent_session_id, ' +
@@ -320,12 +51,22 @@ export class SessionDb {
   #closed = false;
   readonly #statements = new Map<string, Database.Statement>();
 
-  /** @internal Use {@link openSessionDb}. */
-  constructor(db: Database.Database, file: string, readonly: boolean, version: number) {
+  readonly #release: (() => void) | undefined;
+  readonly #batch: BatchConnection = {
+    stmt: (sql) => this.#stmt(sql),
+    transaction: (fn) => this.#db.transaction(fn),
+  };
+
+  /**
+   * @internal Use {@link openSessionDb}. `release` runs after the connection is closed (it lets go of the held
+   * directory and the pinned database file).
+   */
+  constructor(db: Database.Database, file: string, readonly: boolean, version: number, release?: () => void) {
     this.#db = db;
     this.path = file;
     this.readonly = readonly;
     this.#version = version;
+    this.#release = release;
   }
 
   /** The session-db schema version of the file (see README: `hermes_schema`). */
@@ -571,11 +312,11 @@ export class SessionDb {
     const insertedAt = nowSeconds();
     try {
       try {
-        return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, false)).immediate();
+        return this.#db.transaction(() => commitBatch(this.#batch, entries, insertedAt, false)).immediate();
       } catch (err) {
         if (!(err instanceof ReplayWithSavepoints)) throw err;
       }
-      return this.#db.transaction(() => this.#commitBatch(entries, insertedAt, true)).immediate();
+      return this.#db.transaction(() => commitBatch(this.#batch, entries, insertedAt, true)).immediate();
     } catch (err) {
       throw databaseError(err, this.path, `committing ${String(entries.length)} recovered spool file(s) to ${this.path} failed`);
     }
@@ -605,126 +346,18 @@ export class SessionDb {
     const checkpointed = row?.checkpointed ?? -1;
     return { complete: !busy && checkpointed >= log, busy, walFrames: log, checkpointed };
   }
-
-  #commitBatch(entries: readonly RecoveryEntry[], insertedAt: number, savepoints: boolean): RecoveryOutcome[] {
-    const selectReceipt = this.#stmt('SELECT 1 FROM recovery_receipts WHERE receipt_id = ?');
-    const claimReceipt = this.#stmt(
-      'INSERT INTO recovery_receipts (receipt_id, file_name, inserted_at, rows) VALUES (?, ?, ?, ?) ' +
-        'ON CONFLICT (receipt_id) DO NOTHING',
-    );
-    const insertStatement = this.#stmt(INSERT_MESSAGE_SQL);
-    const sessions = new Map<string, boolean>();
-    const counters = new Map<string, { messages: number; toolCalls: number }>();
-    const exists = (id: string): boolean => {
-      let known = sessions.get(id);
-      if (known === undefined) {
-        known = this.#sessionExists(id);
-        sessions.set(id, known);
-      }
-      return known;
-    };
-    const duplicateOr = (entry: RecoveryEntry, outcome: RecoveryOutcome): RecoveryOutcome =>
-      selectReceipt.get(entry.receiptId) === undefined ? outcome : { receiptId: entry.receiptId, status: 'duplicate' };
-
-    const one = (entry: RecoveryEntry): RecoveryOutcome => {
-      let rows: NormalisedMessage[];
-      try {
-        rows = entry.rows.map((r) => normaliseMessage(r, 'coerce'));
-      } catch (err) {
-        if (!isRowRejection(err)) throw err;
-        return duplicateOr(entry, { receiptId: entry.receiptId, status: 'rejected', error: messageOf(err) });
-      }
-      for (const r of rows) {
-        if (!exists(r.sessionId)) {
-          return duplicateOr(entry, { receiptId: entry.receiptId, status: 'unknown-session', sessionId: r.sessionId });
-        }
-      }
-      // Claiming the receipt is the entry's first write: a failure here leaves nothing of the entry behind.
-      if (claimReceipt.run(entry.receiptId, entry.fileName, insertedAt, rows.length).changes === 0) {
-        return { receiptId: entry.receiptId, status: 'duplicate' };
-      }
-      const rowIds = rows.map((m) => {
-        try {
-          return Number(insertMessage(insertStatement, m).lastInsertRowid);
-        } catch (err) {
-          // The receipt is already written: only a savepoint can take this entry back on its own.
-          if (!savepoints && isRowRejection(err)) throw new ReplayWithSavepoints(err);
-          throw err;
-        }
-      });
-      for (const m of rows) {
-        const c = counters.get(m.sessionId);
-        if (c === undefined) counters.set(m.sessionId, { messages: 1, toolCalls: m.toolCallCount });
-        else {
-          c.messages++;
-          c.toolCalls += m.toolCallCount;
-        }
-      }
-      return { receiptId: entry.receiptId, status: 'inserted', rowIds };
-    };
-    const isolated = savepoints ? this.#db.transaction(one) : one;
-
-    const outcomes = entries.map((entry): RecoveryOutcome => {
-      try {
-        return isolated(entry);
-      } catch (err) {
-        if (err instanceof ReplayWithSavepoints || !isRowRejection(err)) throw err;
-        return { receiptId: entry.receiptId, status: 'rejected', error: messageOf(err) };
-      }
-    });
-    const bump = this.#stmt(
-      'UPDATE sessions SET message_count = COALESCE(message_count, 0) + ?, ' +
-        'tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?',
-    );
-    for (const [id, c] of counters) bump.run(c.messages, c.toolCalls, id);
-    return outcomes;
-  }
-
-  /** Closes the connection (idempotent). SQLite checkpoints the WAL and removes -wal/-shm when it is the last. */
+  /**
+   * Closes the connection (idempotent). SQLite checkpoints the WAL and removes -wal/-shm when it is the last;
+   * then the held directory and the pinned database file are released.
+   */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#statements.clear();
-    this.#db.close();
-  }
-}
-
-/**
- * Opens (creating when needed) the session database of a Hermes home. Before SQLite touches the file, a
- * missing `state.db` is created through @hermes/fs-policy (`ensureFileSync`, kind `state-db`): 0600 on an
- * unmanaged install, umask-derived (0660 under `UMask=0007`) on a managed one. SQLite then creates `-wal` and
- * `-shm` with the database file's mode. A database whose session-db schema is newer than this code is refused
- * (`ESCHEMA_NEWER`) before anything is written; an older one is migrated forward.
- */
-export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
-  const env = options.env ?? loadEnvironment(options.home === undefined ? {} : { home: options.home });
-  const home = path.resolve(options.home ?? env.home);
-  const file = path.resolve(options.path ?? path.join(home, STATE_DB_FILE));
-  const readonly = options.readonly === true;
-  const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
-
-  if (!readonly) {
-    ensureFileSync(file, { kind: 'state-db', env });
-  }
-  let db: Database.Database;
-  try {
-    db = new Database(file, { readonly, fileMustExist: readonly, timeout });
-  } catch (err) {
-    throw databaseError(err, file, `cannot open ${file}`);
-  }
-  try {
-    const found = readSchemaVersion(db);
-    if (found > SCHEMA_VERSION) throw newerSchemaError(found, file);
-    let version = found;
-    if (!readonly) {
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
-      db.pragma('foreign_keys = ON');
-      version = migrate(db, file);
+    try {
+      this.#db.close();
+    } finally {
+      this.#release?.();
     }
-    return new SessionDb(db, file, readonly, version);
-  } catch (err) {
-    db.close();
-    throw databaseError(err, file, `cannot prepare ${file}`);
   }
 }

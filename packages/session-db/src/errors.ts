@@ -129,10 +129,14 @@ export function isRowRejection(err: unknown): boolean {
   return code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG';
 }
 
-/** `; state.db is owned by uid 0 gid 0, mode 0600` (or that it is missing): what an access failure turns on. */
+/**
+ * `; state.db is owned by uid 0 gid 0, mode 0600` (or that it is missing): what an access failure turns on.
+ * Metadata for a message only, taken with `lstat` (a link is described, never followed) after the open
+ * failed; nothing is opened or acted on through this path.
+ */
 function fileFacts(file: string): string {
   try {
-    const st = fs.statSync(file);
+    const st = fs.lstatSync(file);
     return `; ${path.basename(file)} is owned by uid ${String(st.uid)} gid ${String(st.gid)}, mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}`;
   } catch (err) {
     const code = (err as { code?: unknown } | null)?.code;

@@ -1,10 +1,10 @@
+export { SessionDb } from './db.js';
+export { openSessionDb } from './open.js';
 export {
   DEFAULT_BUSY_TIMEOUT_MS,
   RECOVERABLE_END_REASONS,
   RESET_END_REASONS,
   STATE_DB_FILE,
-  SessionDb,
-  openSessionDb,
   type AppendMessageInput,
   type CreateSessionInput,
   type ExportedMessage,
@@ -16,7 +16,7 @@ export {
   type SessionExport,
   type SessionRow,
   type SessionSummary,
-} from './db.js';
+} from './types.js';
 export { SessionDbError, databaseError, isRowRejection, sqliteHint, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
 export {
   MESSAGE_COLUMNS,

@@ -24,7 +24,10 @@ afterEach(() => {
   for (const r of roots.splice(0)) fs.rmSync(r, { recursive: true, force: true });
 });
 
-/** A home holding a state.db made by root, then given `fileMode`, in a directory of `dirMode`. */
+/**
+ * A home holding a state.db made by root, then given to uid 65534 with `fileMode` (its own file: the owner
+ * check passes, the mode is what stops it), in a directory of `dirMode`.
+ */
 function homeWithDb(fileMode: number, dirMode: number): { home: string; file: string } {
   const root = tempRoot('hermes-sdb-err-');
   roots.push(root);
@@ -32,26 +35,27 @@ function homeWithDb(fileMode: number, dirMode: number): { home: string; file: st
   fs.mkdirSync(home);
   openSessionDb({ home }).close();
   const file = path.join(home, 'state.db');
+  fs.chownSync(file, NOBODY, NOBODY);
   fs.chmodSync(file, fileMode);
   fs.chmodSync(home, dirMode);
   return { home, file };
 }
 
 describeNeeds(['root'], 'a database another uid cannot use: one line naming state.db, the uid and the fix', () => {
-  it('SQLITE_CANTOPEN: a 0600 state.db of root, opened by uid 65534', () => {
-    const { home, file } = homeWithDb(0o600, 0o777);
+  it('SQLITE_CANTOPEN: a 0000 state.db of uid 65534, opened by uid 65534', () => {
+    const { home, file } = homeWithDb(0o000, 0o777);
     const r = lastJson<Failure>(runNode(FIXTURE, [], { env: { HERMES_HOME: home }, uid: NOBODY, gid: NOBODY }));
     expect(r).toMatchObject({ ok: false, name: 'SessionDbError', code: 'SQLITE_CANTOPEN', path: file, uid: NOBODY });
-    expect(r.message).toBe(`cannot open ${file}: unable to open database file; state.db is owned by uid 0 gid 0, mode 0600`);
+    expect(r.message).toBe(`cannot open ${file}: unable to open database file; state.db is owned by uid 65534 gid 65534, mode 0000`);
     expect(r.line).toBe(`SQLITE_CANTOPEN at ${file} (uid ${NOBODY}): ${r.message ?? ''} — fix: ${r.hint ?? ''}`);
     expect(r.hint).toContain(`uid ${NOBODY} (gid ${NOBODY}) cannot open ${file}`);
   });
 
-  it('SQLITE_READONLY: a 0644 state.db of root in a world-writable directory', () => {
-    const { home, file } = homeWithDb(0o644, 0o777);
+  it('SQLITE_READONLY: a 0444 state.db of uid 65534 in a world-writable directory', () => {
+    const { home, file } = homeWithDb(0o444, 0o777);
     const r = lastJson<Failure>(runNode(FIXTURE, [], { env: { HERMES_HOME: home }, uid: NOBODY, gid: NOBODY }));
     expect(r).toMatchObject({ ok: false, name: 'SessionDbError', code: 'SQLITE_READONLY', path: file, uid: NOBODY });
-    expect(r.message).toContain('attempt to write a readonly database; state.db is owned by uid 0 gid 0, mode 0644');
+    expect(r.message).toContain('attempt to write a readonly database; state.db is owned by uid 65534 gid 65534, mode 0444');
     expect(r.hint).toContain(`${file} (or its -wal/-shm, or the directory holding them) is not writable by uid ${NOBODY}`);
     expect(r.hint).toContain('hermes-fs doctor --fix');
   });

@@ -1,0 +1,80 @@
+/** Opening state.db so that SQLite cannot be led to another file (see the README's "Opening state.db"). */
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { ensureFileSync, holdDatabaseFileSync, loadEnvironment, type HeldDatabaseFile } from '@hermes/fs-policy';
+import { SessionDb } from './db.js';
+import { databaseError } from './errors.js';
+import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
+
+/** The file SQLite says it opened for `main` (its own absolute, link-resolved name). */
+function mainFileOf(db: Database.Database): string | undefined {
+  const rows = db.pragma('database_list') as { name: string; file: string }[];
+  return rows.find((r) => r.name === 'main')?.file;
+}
+
+/**
+ * Opens (creating when needed) the session database of a Hermes home.
+ *
+ * - A missing `state.db` is created through @hermes/fs-policy (`ensureFileSync`, kind `state-db`): 0600 on an
+ *   unmanaged install, umask-derived (0660 under `UMask=0007`) on a managed one; SQLite never creates it
+ *   (`fileMustExist`). SQLite then creates `-wal` and `-shm` with the database file's mode.
+ * - Before SQLite sees the file, the directory holding it is held and `state.db` (and `-wal`, `-shm`,
+ *   `-journal` when present) is checked through that descriptor: a link (`ESYMLINK`), FIFO, socket or device
+ *   (`ENOTREGULAR`), a file owned by anyone but this uid, root, the home's owner or HERMES_UID
+ *   (`EFOREIGN_OWNER`), a second name (`EHARDLINK`) are refused without opening it for I/O (nothing blocks).
+ * - SQLite is handed `/proc/self/fd/<dirfd>/state.db`; after its open, the descriptor it gained must be the
+ *   inode that was checked and the name it resolved must be the held directory's, and after the first
+ *   statements every file it opened beside it must pass the same checks — otherwise the connection is closed
+ *   and the open refused (`ERACE`, or the check's code). The directory stays held until {@link SessionDb.close}.
+ * - A database whose session-db schema is newer than this code is refused (`ESCHEMA_NEWER`) before anything is
+ *   written; an older one is migrated forward. `readonly` opens get the same checks and write nothing.
+ *
+ * Refusals are @hermes/fs-policy `FsPolicyError`s (logged with path, code and fix); failures of the database
+ * itself are {@link SessionDbError}s.
+ */
+export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
+  const env = options.env ?? loadEnvironment(options.home === undefined ? {} : { home: options.home });
+  const home = path.resolve(options.home ?? env.home);
+  const file = path.resolve(options.path ?? path.join(home, STATE_DB_FILE));
+  const readonly = options.readonly === true;
+  const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+
+  if (!readonly) ensureFileSync(file, { kind: 'state-db', env });
+  const held: HeldDatabaseFile = holdDatabaseFileSync(file, { env, readonly });
+  // The open and the first statements are the moments SQLite opens files by name: the FIFO watchdog is armed.
+  return held.guard(() => {
+    let db: Database.Database;
+    const beforeOpen = held.snapshot();
+    try {
+      db = new Database(held.libraryPath, { readonly, fileMustExist: true, timeout });
+    } catch (err) {
+      held.close();
+      throw databaseError(err, file, `cannot open ${file}`);
+    }
+    try {
+      held.verifyOpened(beforeOpen, mainFileOf(db));
+      const beforeUse = held.snapshot();
+      const found = readSchemaVersion(db);
+      if (found > SCHEMA_VERSION) throw newerSchemaError(found, file);
+      let version = found;
+      if (!readonly) {
+        db.pragma('journal_mode = WAL');
+        db.pragma('synchronous = FULL');
+        db.pragma('foreign_keys = ON');
+        version = migrate(db, file);
+      }
+      held.verifyCompanions(beforeUse);
+      return new SessionDb(db, file, readonly, version, () => {
+        held.close();
+      });
+    } catch (err) {
+      try {
+        db.close();
+      } finally {
+        held.close();
+      }
+      throw databaseError(err, file, `cannot prepare ${file}`);
+    }
+  });
+}
