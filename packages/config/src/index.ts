@@ -3,7 +3,7 @@
  * packages use. Unknown keys are kept untouched in `raw`; invalid values fail with `ConfigError`;
  * coercions are reported as warnings.
  */
-export { loadConfig, loadConfigSync, type LoadConfigOptions } from './load.js';
+export { DEFAULT_LINK_PREFIXES, loadConfig, loadConfigSync, type LoadConfigOptions } from './load.js';
 export { parseConfig, toYaml, type ConfigSource, type LoadedConfig } from './parse.js';
 export {
   defaultConfig,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ConfigError, defaultConfig, loadConfig, loadConfigSync, type HermesConfig } from '../src/index.js';
@@ -157,7 +157,7 @@ describe('loading a file', () => {
     expect(error.file).toBe(file);
     expect(error.keyPath).toBe('');
     expect(error.expected).toBe('a readable file');
-    expect(error.message).toBe(`${file}: cannot read: ${file} is a directory [EISDIR at open: ${file}]`);
+    expect(error.message).toBe(`${file}: cannot read: refusing to read ${file}: it is a directory [EISDIR at verify: ${file}]`);
     expect((error.cause as NodeJS.ErrnoException).code).toBe('EISDIR');
     expect(configErrorOf(() => loadConfigSync(home)).kind).toBe('read');
   });
@@ -168,16 +168,45 @@ describe('loading a file', () => {
     execFileSync('mkfifo', [file]);
     const error = await configErrorOfAsync(loadConfig(home));
     expect(error.kind).toBe('read');
-    expect(error.message).toBe(`${file}: cannot read: ${file} is not a regular file (a FIFO, socket or device) [ENOTREGULAR at open: ${file}]`);
+    expect(error.message).toBe(`${file}: cannot read: refusing to read ${file}: it is a FIFO, not a regular file [ENOTREGULAR at verify: ${file}]`);
     expect(configErrorOf(() => loadConfigSync(home)).message).toBe(error.message);
   }, 10_000);
 
-  test('a config.yaml linked into a read-only store (the NixOS way) is read through the link', async () => {
+  test('a config.yaml linked into an allowed prefix (the NixOS store) is read through the link', async () => {
     const home = await tempHome();
     const store = await tempHome();
     await writeFile(join(store, 'config.yaml'), 'model:\n  default: store-model\n');
     await symlink(join(store, 'config.yaml'), join(home, 'config.yaml'));
-    expect(loadConfigSync(home).source).toBe('file');
+    const loaded = loadConfigSync(home, { linkPrefixes: [store] });
+    expect(loaded.source).toBe('file');
+    expect(loaded.raw).toStrictEqual({ model: { default: 'store-model' } });
+    expect((await loadConfig(home, { linkPrefixes: [store] })).raw).toStrictEqual(loaded.raw);
+  });
+
+  test('a config.yaml link that leads anywhere but the allowed prefixes is reported, never read through', async () => {
+    const home = await tempHome();
+    const elsewhere = await tempHome();
+    const file = join(home, 'config.yaml');
+    await writeFile(join(elsewhere, 'config.yaml'), 'model:\n  default: LINKED-CONTENT\n');
+    await symlink(join(elsewhere, 'config.yaml'), file);
+    for (const options of [undefined, { linkPrefixes: [] }, { linkPrefixes: [join(elsewhere, 'sub')] }]) {
+      const error = configErrorOf(() => loadConfigSync(home, options));
+      expect(error.kind).toBe('read');
+      expect((error.cause as { code?: string }).code).toBe('ESYMLINK');
+      expect(error.message).not.toContain('LINKED-CONTENT');
+    }
+    expect(configErrorOf(() => loadConfigSync(home)).message).toBe(
+      `${file}: cannot read: refusing to read ${file}: it is a symbolic link that does not lead into /nix/store [ESYMLINK at verify: ${file}]`,
+    );
+  });
+
+  test('a config.yaml with a second name is reported, not read', async () => {
+    const home = await tempHome();
+    const file = join(home, 'config.yaml');
+    await writeFile(file, 'model: x\n');
+    await link(file, join(home, 'other-name'));
+    const error = configErrorOf(() => loadConfigSync(home));
+    expect((error.cause as { code?: string }).code).toBe('EHARDLINK');
   });
 
   test('a file that is not UTF-8 is reported, not decoded with replacement characters', async () => {
