@@ -183,6 +183,9 @@ function explicitTarget(prepared: Prepared): string | undefined {
   if (prepared.filename === undefined) return undefined;
   let realSaved = prepared.savedDir;
   try {
+    // By path, on purpose and harmless: the real path only lets an absolute name spelled through the real
+    // location of sessions/saved/ be accepted (and rewritten below savedDir). The write itself goes through
+    // fs-policy with `root: savedDir`, through descriptors, so whatever a member swaps here cannot move it.
     realSaved = fs.realpathSync(prepared.savedDir);
   } catch {
     // Not there yet: only the lexical spelling can name it.

@@ -98,6 +98,9 @@ export function findGitWorkTree(dir: string): string | null {
   let current = path.resolve(dir);
   for (;;) {
     try {
+      // By path, on purpose and harmless: metadata only (nothing is opened, read or written through it), and
+      // the answer only decides whether a trajectory is redirected into the home. A planted `.git` makes the
+      // redirect happen (the safer side); the write itself goes through fs-policy.
       const st = fs.statSync(path.join(current, '.git'));
       if (st.isDirectory() || st.isFile()) return current;
     } catch {
