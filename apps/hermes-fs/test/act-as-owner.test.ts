@@ -142,6 +142,19 @@ describeNeeds(['root', 'linux', 'useradd'], "root acts as the home's owner for c
     expect(fs.existsSync(`/proc/${String(child)}`)).toBe(false);
   });
 
+  it('an owner without a passwd entry: the home\'s gid is its only group', () => {
+    const base = tempRoot();
+    const home = path.join(base, 'home');
+    fs.mkdirSync(home);
+    fs.chownSync(home, 4_242_420, users.gid);
+    fs.chmodSync(home, 0o2770);
+    const r = cli(['pending', 'list', '--home', home, '--debug']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`hermes-fs: debug: root acts as the home's owner: uid 4242420 (no passwd entry), gid ${String(users.gid)}, groups ${String(users.gid)}\n`);
+    expect(CHILD_LINE.exec(r.stderr)?.slice(1)).toEqual(['4242420', '4242420', String(users.gid), String(users.gid), String(users.gid)]);
+    expect(r.stdout).toBe(`no spool: ${path.join(home, 'pending_messages')} does not exist (nothing is waiting)\n`);
+  });
+
   it('a home owned by root: no switch (root acts as root, as before)', () => {
     const base = tempRoot();
     const home = path.join(base, 'home');
