@@ -4,7 +4,7 @@ import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { O_PATH } from './internal/anchor.js';
-import { homeOwnerPlan } from './internal/owners.js';
+import { homeOwnerPlan, trustedUseOwners } from './internal/owners.js';
 import { reachDirPlan } from './internal/reach.js';
 import { at, checkName, checkRawPath, type DirRef, Held, raceError } from './internal/resolve.js';
 import { bestEffort, op } from './internal/steps.js';
@@ -42,7 +42,7 @@ function* ensureFilePlan(file: string, options: EnsureFileOptions, env: HermesEn
     } catch (err) {
       if (errnoCode(err) !== 'EEXIST') throw toPolicyError(err, 'open', target, `create ${target}`);
       const st = yield* existingStat(reached.dir, name, target, warnings);
-      verifyForUse(target, st, kind, env, yield* homeOwnerPlan(reached, env, held));
+      verifyForUse(target, st, trustedUseOwners(env, yield* homeOwnerPlan(reached, env, held, true)));
       return { path: target, created: false, mode: st.mode & 0o7777, createdDirs: reached.created, warnings };
     }
     try {
@@ -86,8 +86,8 @@ function* existingStat(dir: DirRef, name: string, target: string, warnings: stri
 
 /**
  * Makes sure `file` exists, creating it empty with the kind's mode (exactly) when missing; an existing
- * file is left as it is, but only when it is a regular file of a trusted owner (this uid; as root, root or the
- * home's owner; HERMES_UID where the kind applies it) with one link, checked on a descriptor — otherwise a
+ * file is left as it is, but only when it is a regular file of a trusted owner (this uid, root, the home's
+ * owner or HERMES_UID) with one link, checked on a descriptor — otherwise a
  * typed error (ENOTREGULAR, ESYMLINK, EFOREIGN_OWNER, EHARDLINK). Used before handing a path to a library that creates files at its own mode
  * (SQLite creates its -wal/-shm with the database file's mode).
  */

@@ -92,13 +92,20 @@ export function verifyForReplace(
 }
 
 /**
- * Use (a file handed to a library that writes into it, e.g. SQLite): a regular file of a trusted owner with one
+ * Use (a file handed to a library that writes into it, e.g. SQLite): a regular file of one of `owners` with one
  * link — checked on a descriptor's fstat — so an owner-only artifact never goes into a file someone else
  * created or linked.
  */
-export function verifyForUse(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, homeOwner: number | undefined): void {
+export function verifyForUse(p: string, st: fs.Stats, owners: ReadonlySet<number>): void {
   checkRegular(p, st, 'verify');
-  checkOwner(p, st, env, homeOwner, ref, 'use');
+  if (!owners.has(st.uid)) {
+    throw new FsPolicyError({
+      code: 'EFOREIGN_OWNER',
+      step: 'verify',
+      path: p,
+      message: `refusing to use ${p}: it is owned by uid ${String(st.uid)}, not by ${[...owners].map(String).join(' or ')}`,
+    });
+  }
   if (st.nlink !== 1) {
     throw new FsPolicyError({
       code: 'EHARDLINK',
