@@ -11,92 +11,21 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { atomicWriteSync, FsPolicyError, fsyncHeldDirectorySync, hintFor, parseTempName, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
+import { atomicWriteSync, FsPolicyError, fsyncHeldDirectorySync, hintFor, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
 import { explain, heldSpool, holdSpool, sys } from './held.js';
-import { parseJsonTolerant } from './json.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
-import { classifyPayload, isRecord } from './payload.js';
-import { READ_FLAGS, spoolTextOf } from './read.js';
-import { SPOOL_KIND, type SpoolLocation, spoolLocation, type SpoolLocationOptions } from './spool.js';
+import { READ_FLAGS } from './read.js';
+import { incompleteBecause, isPayloadName, tempTarget } from './salvage-temp.js';
+import type { Candidate, SalvageLeftReason, SalvageOptions, SalvageReport } from './salvage-types.js';
+import { SPOOL_KIND, type SpoolLocation, spoolLocation } from './spool.js';
+
+export { tempTarget } from './salvage-temp.js';
+export type { SalvageLeftReason, SalvageOptions, SalvageReport } from './salvage-types.js';
 
 /** A temp whose writer may still be alive, or cannot be checked, is left alone until it is this old (one minute). */
 export const DEFAULT_SALVAGE_MIN_AGE_MS = 60_000;
 /** A temp larger than this is no payload this package wrote; it is left in place and reported. */
 const MAX_TEMP_BYTES = 64 * 1024 * 1024;
-
-/**
- * The Python reference's temp name for `<stem>.json`: `tempfile.mkstemp(prefix=".<stem>_", suffix=".tmp")`,
- * whose random part is 8 characters of `[a-z0-9_]`.
- */
-const PYTHON_TEMP = /^\.(.+)_([a-z0-9_]{8})\.tmp$/;
-
-export interface SalvageOptions extends SpoolLocationOptions {
-  logger?: GatewayLogger;
-  /**
-   * A temp whose writer cannot be proven dead — its pid is alive (perhaps recycled), it was taken in another
-   * pid namespace (a container sharing the volume), or the name carries none (the Python reference's) — is
-   * left alone until its last write is this old (default {@link DEFAULT_SALVAGE_MIN_AGE_MS}): a live writer's
-   * rename must never be pre-empted.
-   */
-  minAgeMs?: number;
-  /** The clock, epoch milliseconds (tests). */
-  now?: number;
-}
-
-/** Why a temp file was left where it is (nothing about it changed). */
-export type SalvageLeftReason =
-  /** Its writer is alive and the file is younger than `minAgeMs`: a write in progress. */
-  | 'writer-alive'
-  /** No pid in the name (Python reference) and younger than `minAgeMs`. */
-  | 'too-recent'
-  /** Another uid's file this process cannot read; that uid's recovery salvages it. */
-  | 'foreign'
-  /** A symbolic link, FIFO, directory… under a temp name (never followed). */
-  | 'not-a-regular-file'
-  /** Complete JSON that is not a spool payload, or a name that is no payload's. */
-  | 'not-a-payload'
-  /** A complete payload whose final name holds different bytes: both are kept for the operator. */
-  | 'conflict';
-
-export interface SalvageReport {
-  readonly dir: string;
-  /** Temp files found (fs-policy's and the Python reference's names). */
-  scanned: number;
-  /** Complete payloads now in the spool under the name they were written for. */
-  readonly adopted: { readonly temp: string; readonly path: string; readonly bytes: number }[];
-  /** Complete payloads whose final file already held the same bytes: the redundant temp copy was removed. */
-  readonly duplicates: { readonly temp: string; readonly path: string }[];
-  /** Incomplete payloads, renamed `<temp name without the dot>.partial` (never deleted). */
-  readonly partial: { readonly temp: string; readonly partialPath: string; readonly bytes: number; readonly detail: string }[];
-  readonly left: { readonly temp: string; readonly reason: SalvageLeftReason; readonly detail: string }[];
-  readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
-  /** False when the directory fsync after the renames failed. */
-  durable: boolean;
-}
-
-interface Candidate {
-  readonly name: string;
-  readonly target: string;
-  /** The writer's pid, when the name carries one. */
-  readonly pid: number | undefined;
-  /**
-   * Whether the writer is alive, as @hermes/fs-policy's sweep tells from the name (its pid, in its pid
-   * namespace): null when it cannot tell (another namespace, no pid in the name).
-   */
-  readonly alive: boolean | null;
-}
-
-/** The payload name a temp file was written for, or undefined when `name` is no temp name of a payload writer. */
-export function tempTarget(name: string): { target: string; pid: number | undefined } | undefined {
-  const fsPolicy = parseTempName(name);
-  if (fsPolicy !== null) {
-    if (fsPolicy.type !== 'tmp') return undefined; // rollback copies are fs-policy's to sweep
-    return { target: fsPolicy.target, pid: fsPolicy.pid };
-  }
-  const py = PYTHON_TEMP.exec(name);
-  if (py?.[1] !== undefined) return { target: `${py[1]}.json`, pid: undefined };
-  return undefined;
-}
 
 function euid(): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : -1;
@@ -115,11 +44,6 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? explain(err).message : String(err);
 }
 
-/** A plain payload name: no separator, not hidden, `*.json`. */
-function isPayloadName(name: string): boolean {
-  return name.endsWith('.json') && name.length > '.json'.length && !name.startsWith('.') && !name.includes('/') && !name.includes('\0');
-}
-
 /** The bytes of a regular file, never through a link; undefined when it does not exist. */
 function readRegular(p: string): Buffer | undefined {
   try {
@@ -128,26 +52,6 @@ function readRegular(p: string): Buffer | undefined {
     if (codeOf(err) === 'ENOENT') return undefined;
     throw err;
   }
-}
-
-/** Why these bytes are not a complete payload, or undefined when they are one. */
-function incompleteBecause(bytes: Buffer): { partial: string } | { notPayload: string } | undefined {
-  if (bytes.length === 0) return { partial: 'empty' };
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    return { partial: 'not valid UTF-8 (cut inside a character?)' };
-  }
-  let payload: unknown;
-  try {
-    payload = parseJsonTolerant(spoolTextOf(text).text);
-  } catch (err) {
-    return { partial: `not complete JSON (${messageOf(err)})` };
-  }
-  if (!isRecord(payload)) return { notPayload: 'complete JSON, but not an object' };
-  if (classifyPayload(payload) === 'unknown') return { notPayload: 'complete JSON, but none of the payload shapes' };
-  return undefined;
 }
 
 class Salvage {

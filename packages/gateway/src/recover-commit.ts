@@ -1,0 +1,237 @@
+/**
+ * A recovery pass's dealings with its store: files queued for commit in batches, each batch committed in one
+ * transaction, each outcome settled (inserted, a duplicate of a payload this pass delivered under another
+ * name, already committed, unknown session, rejected → `.bad`), and committed files removed only once the
+ * store confirms its commits are in its main database file.
+ */
+import * as fs from 'node:fs';
+import { hintFor } from '@hermes/fs-policy';
+import { sys } from './held.js';
+import type { PayloadKind } from './payload.js';
+import type { InsertedEntry, KeptReason, RecoverOptions, RecoveryReport } from './recover-types.js';
+import { codeOf, egid, euid, messageOf, type Problem } from './recover-util.js';
+import type { RecoveryBatchEntry, SessionStore } from './store.js';
+
+export interface Queued {
+  readonly path: string;
+  readonly kind: PayloadKind;
+  readonly sessionId: string;
+  readonly entry: RecoveryBatchEntry;
+}
+
+/** A committed file waiting for a checkpoint before it is removed: its report entry. */
+export interface Awaiting {
+  readonly path: string;
+  removed: boolean;
+}
+
+
+/** What the batches report back to the pass. */
+export interface PassSink {
+  keep(p: string, reason: KeptReason, detail: string): void;
+  error(p: string, code: string, message: string, hint?: string): void;
+  progress(): void;
+  /** `n` more files dealt with. */
+  done(n: number): void;
+}
+
+export class Batches {
+  #queue: Queued[] = [];
+  #queueText = 0;
+  /** The first failure of the store itself: everything after it is kept. */
+  storeFailure: Problem | undefined;
+  /** Committed files whose removal waits for the store's checkpoint. */
+  #awaiting: Awaiting[] = [];
+  /** Refused unlinks of committed files, logged as one line per code. */
+  readonly unremoved: Problem[] = [];
+  /** The first file of this pass queued for each receipt id (payload identity). */
+  readonly #firstOf = new Map<string, string>();
+  readonly #report: RecoveryReport;
+  readonly #options: RecoverOptions;
+  readonly #storePath: string;
+  readonly #dir: string;
+  readonly #pass: PassSink;
+
+  constructor(report: RecoveryReport, options: RecoverOptions, storePath: string, dir: string, pass: PassSink) {
+    this.#report = report;
+    this.#options = options;
+    this.#storePath = storePath;
+    this.#dir = dir;
+    this.#pass = pass;
+  }
+
+  /** Files queued, and the payload text they hold (UTF-16 code units). */
+  get queued(): { readonly files: number; readonly text: number } {
+    return { files: this.#queue.length, text: this.#queueText };
+  }
+
+  /** Queues a file for the next commit (the first file of each identity is remembered: later ones are its duplicates). */
+  enqueue(q: Queued, textLength: number): void {
+    if (!this.#firstOf.has(q.entry.receiptId)) this.#firstOf.set(q.entry.receiptId, q.path);
+    this.#queue.push(q);
+    this.#queueText += textLength;
+  }
+
+  /** A file whose receipt an earlier pass committed: removed with the next settled batch. */
+  awaitRemoval(entry: Awaiting): void {
+    this.#awaiting.push(entry);
+  }
+
+  /** Records the store's first failure: everything after it is kept. */
+  storeFailed(err: unknown): void {
+    if (this.storeFailure !== undefined) return;
+    const code = codeOf(err, 'ESTORE');
+    const own = err as { path?: unknown; hint?: unknown } | null;
+    const where = typeof own?.path === 'string' && own.path !== '' ? own.path : this.#storePath;
+    const hint = typeof own?.hint === 'string' && own.hint !== '' ? own.hint : hintFor(code, where, euid(), egid());
+    const failure = { path: where, code, message: messageOf(err), hint };
+    this.storeFailure = failure;
+    this.#report.errors.push(failure);
+  }
+
+  /** Commits the queued files as one store transaction, settles each outcome, removes what is durable. */
+  commit(): void {
+    const queue = this.#queue;
+    this.#queue = [];
+    this.#queueText = 0;
+    if (queue.length === 0) return;
+    this.#pass.done(queue.length);
+    if (this.storeFailure !== undefined) {
+      for (const q of queue) this.#pass.keep(q.path, 'store-error', 'the session store failed earlier in this pass');
+      this.#pass.progress();
+      return;
+    }
+    let outcomes: ReturnType<SessionStore['commitRecovered']>;
+    try {
+      outcomes = this.#options.store.commitRecovered(queue.map((q) => q.entry));
+    } catch (err) {
+      this.storeFailed(err);
+      for (const q of queue) this.#pass.keep(q.path, 'store-error', messageOf(err));
+      this.#pass.progress();
+      return;
+    }
+    const afterCommit = this.#options.hooks?.afterCommit;
+    if (afterCommit !== undefined) {
+      const committed = queue
+        .filter((_q, i) => outcomes[i]?.status === 'inserted' || outcomes[i]?.status === 'duplicate')
+        .map((q) => q.path);
+      if (committed.length > 0) afterCommit(committed);
+    }
+    for (let i = 0; i < queue.length; i++) {
+      const q = queue[i];
+      if (q === undefined) continue;
+      const o = outcomes[i];
+      const p = q.path;
+      if (o?.receiptId !== q.entry.receiptId) {
+        this.#pass.keep(p, 'store-error', 'the store returned no outcome for this file');
+        continue;
+      }
+      switch (o.status) {
+        case 'inserted': {
+          const entry: InsertedEntry = { path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds, removed: false };
+          this.#report.inserted.push(entry);
+          this.#awaiting.push(entry);
+          break;
+        }
+        case 'duplicate': {
+          const first = this.#firstOf.get(o.receiptId);
+          // Another name of a payload this pass committed: delivered once, this name reported and removed.
+          if (first !== undefined && first !== p) {
+            const dup = { path: p, receiptId: o.receiptId, of: first, removed: false };
+            this.#report.duplicates.push(dup);
+            this.#awaiting.push(dup);
+          } else {
+            const entry = { path: p, receiptId: o.receiptId, removed: false };
+            this.#report.alreadyCommitted.push(entry);
+            this.#awaiting.push(entry);
+          }
+          break;
+        }
+        case 'unknown-session':
+          this.#pass.keep(p, 'unknown-session', `session ${o.sessionId} does not exist in the store`);
+          break;
+        case 'rejected':
+          this.#quarantine(p, o.error);
+          break;
+      }
+    }
+    this.settleRemovals(false);
+    this.#pass.progress();
+  }
+
+  /**
+   * Removes the committed files once the store confirms its commits are in its main database file, not only
+   * in its write-ahead log (`checkpoint()`): a WAL that is deleted or lost afterwards cannot take a recovered
+   * message with it, since its file is still here. A checkpoint another connection keeps from completing
+   * leaves the files for the next batch's checkpoint; at the end of the pass (`final`) they are kept.
+   */
+  settleRemovals(final: boolean): void {
+    const awaiting = this.#awaiting;
+    if (awaiting.length === 0) return;
+    const store = this.#options.store;
+    let complete = true;
+    let detail = '';
+    if (typeof store.checkpoint === 'function' && this.storeFailure === undefined) {
+      try {
+        const cp = store.checkpoint();
+        complete = cp.complete;
+        if (!complete) detail = `the checkpoint of ${this.#storePath} did not complete${cp.busy === true ? ' (another connection held it off)' : ''}`;
+      } catch (err) {
+        this.storeFailed(err);
+      }
+    }
+    if (this.storeFailure !== undefined) {
+      complete = false;
+      detail = `committed, but the store failed before the commit could be checkpointed (${this.storeFailure.code})`;
+    }
+    if (!complete) {
+      if (!final && this.storeFailure === undefined) return; // the next batch's checkpoint may complete
+      this.#awaiting = [];
+      for (const a of awaiting) this.#pass.keep(a.path, 'not-checkpointed', detail);
+      return;
+    }
+    this.#awaiting = [];
+    const removed: string[] = [];
+    for (const a of awaiting) {
+      if (this.#remove(a.path)) {
+        a.removed = true;
+        removed.push(a.path);
+      }
+    }
+    const afterRemove = this.#options.hooks?.afterRemove;
+    if (afterRemove !== undefined && removed.length > 0) afterRemove(removed);
+  }
+
+  /**
+   * Removes a file whose receipt is committed and checkpointed. A refusal keeps the file (`not-removed`); the
+   * next pass removes it without inserting it again.
+   */
+  #remove(p: string): boolean {
+    try {
+      fs.unlinkSync(sys(p));
+      return true;
+    } catch (err) {
+      const code = codeOf(err, 'EUNKNOWN');
+      if (code === 'ENOENT') return true;
+      const message = `recovered (receipt committed) but not removed: ${messageOf(err)}`;
+      this.#pass.keep(p, 'not-removed', message);
+      const problem = { path: p, code, message, hint: hintFor(code, this.#dir, euid(), egid()) };
+      this.#report.errors.push(problem);
+      this.unremoved.push(problem);
+      return false;
+    }
+  }
+
+  /** Renames a file whose rows the store rejected to `<name>.bad` (never over an existing file). */
+  #quarantine(p: string, reason: string): void {
+    let badPath = `${p}.bad`;
+    if (fs.existsSync(sys(badPath))) badPath = `${p}.${Date.now().toString(36)}.bad`;
+    try {
+      fs.renameSync(sys(p), sys(badPath));
+    } catch (err) {
+      this.#pass.error(p, codeOf(err, 'EUNKNOWN'), `rejected by the store (${reason}) and could not be renamed .bad: ${messageOf(err)}`);
+      return;
+    }
+    this.#report.bad.push({ path: p, badPath, error: reason });
+  }
+}

@@ -1,0 +1,59 @@
+/** The options and the report of a salvage of temp files ({@link salvageTemps} in salvage.ts). */
+import type { GatewayLogger } from './log.js';
+import type { SpoolLocationOptions } from './spool.js';
+
+export interface SalvageOptions extends SpoolLocationOptions {
+  logger?: GatewayLogger;
+  /**
+   * A temp whose writer cannot be proven dead — its pid is alive (perhaps recycled), it was taken in another
+   * pid namespace (a container sharing the volume), or the name carries none (the Python reference's) — is
+   * left alone until its last write is this old (default {@link DEFAULT_SALVAGE_MIN_AGE_MS}): a live writer's
+   * rename must never be pre-empted.
+   */
+  minAgeMs?: number;
+  /** The clock, epoch milliseconds (tests). */
+  now?: number;
+}
+
+/** Why a temp file was left where it is (nothing about it changed). */
+export type SalvageLeftReason =
+  /** Its writer is alive and the file is younger than `minAgeMs`: a write in progress. */
+  | 'writer-alive'
+  /** No pid in the name (Python reference) and younger than `minAgeMs`. */
+  | 'too-recent'
+  /** Another uid's file this process cannot read; that uid's recovery salvages it. */
+  | 'foreign'
+  /** A symbolic link, FIFO, directory… under a temp name (never followed). */
+  | 'not-a-regular-file'
+  /** Complete JSON that is not a spool payload, or a name that is no payload's. */
+  | 'not-a-payload'
+  /** A complete payload whose final name holds different bytes: both are kept for the operator. */
+  | 'conflict';
+
+export interface SalvageReport {
+  readonly dir: string;
+  /** Temp files found (fs-policy's and the Python reference's names). */
+  scanned: number;
+  /** Complete payloads now in the spool under the name they were written for. */
+  readonly adopted: { readonly temp: string; readonly path: string; readonly bytes: number }[];
+  /** Complete payloads whose final file already held the same bytes: the redundant temp copy was removed. */
+  readonly duplicates: { readonly temp: string; readonly path: string }[];
+  /** Incomplete payloads, renamed `<temp name without the dot>.partial` (never deleted). */
+  readonly partial: { readonly temp: string; readonly partialPath: string; readonly bytes: number; readonly detail: string }[];
+  readonly left: { readonly temp: string; readonly reason: SalvageLeftReason; readonly detail: string }[];
+  readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
+  /** False when the directory fsync after the renames failed. */
+  durable: boolean;
+}
+
+export interface Candidate {
+  readonly name: string;
+  readonly target: string;
+  /** The writer's pid, when the name carries one. */
+  readonly pid: number | undefined;
+  /**
+   * Whether the writer is alive, as @hermes/fs-policy's sweep tells from the name (its pid, in its pid
+   * namespace): null when it cannot tell (another namespace, no pid in the name).
+   */
+  readonly alive: boolean | null;
+}
