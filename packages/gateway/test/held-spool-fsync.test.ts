@@ -72,7 +72,7 @@ describeNeeds(['root', 'linux', 'useradd', 'mount'], 'row 6: the flush fsyncs th
   }
 
   it.each(['sync', 'async'] as const)(
-    `row 6 (%s): ${String(ROUNDS)} flushes against a spool swapped for a link — 0 durable claims for a directory not fsynced`,
+    `row 6: %s, ${String(ROUNDS)} flushes against a spool swapped for a link — 0 durable claims for a directory not fsynced`,
     async (mode) => {
       const l = layout();
       const attack = runAs(ATTACKER, ['swap', l.stop, '120000', l.home, 'pending_messages', l.member], attacker, {}, 150_000);
@@ -95,7 +95,7 @@ describeNeeds(['root', 'linux', 'useradd', 'mount'], 'row 6: the flush fsyncs th
       const refused = Object.values(out.refused).reduce((a, b) => a + b, 0);
       const moved = out.warnings.ESPOOL_MOVED ?? 0;
       console.log(
-        `row 6 (${mode}): ${String(out.rounds)} flushes, ${String(out.withWritten)} wrote payloads (${String(out.written)}), ` +
+        `row 6: ${mode}, ${String(out.rounds)} flushes, ${String(out.withWritten)} wrote payloads (${String(out.written)}), ` +
           `${String(out.durable)} claimed durable, ${String(out.badClaims)} durable claims with a payload in no fsynced directory, ` +
           `${String(out.notFsynced)} written payloads in no fsynced directory, ${String(out.dirFsyncs)} directory fsyncs, ${String(inMember.length)} files in the member's directory; ` +
           `refused ${JSON.stringify(out.refused)}, directory failures ${JSON.stringify(out.notDurable)}, warnings ${JSON.stringify(out.warnings)}; ` +
