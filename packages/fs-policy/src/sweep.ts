@@ -2,7 +2,8 @@ import * as path from 'node:path';
 import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import { pidNamespace, selfFd } from './internal/anchor.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
-import { anchorAt, at, type DirRef, Held, lstatAt } from './internal/resolve.js';
+import { anchorAt, at, type DirRef, Held, lstatAt, statOf } from './internal/resolve.js';
+import { refuseUnsafeFallback, sharedDirReason } from './internal/fallback.js';
 import { MAX_TREE_DEPTH, type TooDeep } from './scan.js';
 import { parseTempName } from './internal/tempname.js';
 
@@ -176,6 +177,10 @@ function* sweepPlan(roots: readonly string[], options: SweepOptions): Plan<Sweep
     try {
       const { anchor, missing } = yield* anchorAt(root, held);
       if (missing.length > 0) continue; // nothing to sweep
+      if (options.remove === true) {
+        // Without descriptors, removing by name in a tree others can rename in is refused (EUNSAFE_FALLBACK).
+        refuseUnsafeFallback({ path: root, intent: 'write', shared: sharedDirReason(root, yield* statOf(anchor, held)) });
+      }
       yield* sweepDir(anchor, options, now, maxAge, out, held, 0);
     } catch (err) {
       if (err instanceof FsPolicyError && err.code === 'ENOENT') continue;

@@ -172,9 +172,11 @@ describeNeeds(['root', 'linux', 'useradd', 'mount', 'unshare'], 'row 2: fail clo
     const managed = layout(service, 0o2770);
     for (const d of ['pending_messages', 'moa-traces', 'sessions', 'cron', 'logs', 'memories']) shareDir(path.join(managed.home, d));
     const before = tree(managed.home);
-    const svc = await ops(managed.home, service, { HERMES_MANAGED: 'nixos' }, [...WRITES, ...READS]);
+    const svc = await ops(managed.home, service, { HERMES_MANAGED: 'nixos' }, [...WRITES, ...READS, 'sweep']);
     count('service/managed', svc);
-    expect(svc.results).toEqual({ ...all(WRITES, 'EUNSAFE_FALLBACK'), ...all(READS, 'ok') });
+    // The sweep removes by name: in a tree the group can rename in, it is a write like the others.
+    expect(svc.results).toEqual({ ...all(WRITES, 'EUNSAFE_FALLBACK'), ...all(READS, 'ok'), sweep: 'EUNSAFE_FALLBACK' });
+    expect(svc.messages.sweep).toContain(`and ${managed.home} is writable by its group (mode 2770)`);
     expect(svc.messages.append).toContain('and the home is a managed, group-shared install');
     // A 2770 home that the environment calls unmanaged (a marker or a variable that lies) is shared all the same.
     const lied = await ops(managed.home, service, { HERMES_MANAGED: 'false' }, ['write', 'append', 'mkdir']);

@@ -42,7 +42,8 @@ export interface ChainTrust {
  * in a sticky one it must itself belong to root or the home's owner. The home's owner is the owner of `top`
  * when `top` is the home (`trust.home` undefined or equal), else the owner of `trust.home` when the chain to
  * the home is itself safe; a home that does not exist has no owner (only root is trusted then). The deepest
- * existing directory may be writable by its group only when it is the home itself (a 2770 home). With
+ * existing directory may be writable by its group, except when the home itself is missing (its parent decides
+ * who may create it). With
  * HERMES_UID set, an existing home must belong to root or to that uid (`EFOREIGN_OWNER`). Returns the `lstat`
  * of the deepest existing directory (compared with what is then opened), or throws `EUNSAFE_PATH` naming the
  * directory or link that another uid could change.
@@ -73,7 +74,11 @@ export function* chainCheckPlan(top: string, trust: ChainTrust): Plan<fs.Stats> 
         ? `the owner of the home ${home} is not established (missing, or its own path is unsafe), so only root is trusted`
         : `only root and the home's owner (uid ${String(owner)}) are trusted, not the owner of ${top}`;
   }
-  const problem = judge(walk, owner);
+  // Below the deepest existing directory the resolver walks through descriptors. Only for the home does a missing
+  // top make its parent matter (whoever can create the home there would become the owner root trusts); for an
+  // explicit root or an outside target the trusted owners do not come from the top, so its deepest existing
+  // directory may be group-shared like any directory inside a 2770 home.
+  const problem = judge(walk, owner, !isHome);
   if (problem !== undefined) throw unsafe(problem.path, top, problem.owner ? `${problem.why} (${ownerNote})` : problem.why);
   return last.st;
 }
@@ -92,13 +97,13 @@ function* homeOwnerPlan(home: string): Plan<number | undefined> {
 }
 
 /** The first directory or link on the walk that someone other than root and `owner` could change. */
-function judge(walk: ChainWalk, owner: number | undefined): { path: string; why: string; owner: boolean } | undefined {
+function judge(walk: ChainWalk, owner: number | undefined, lastMayBeShared = false): { path: string; why: string; owner: boolean } | undefined {
   const trusted = (uid: number): boolean => uid === 0 || uid === owner;
   const last = walk.dirs[walk.dirs.length - 1];
   for (const d of walk.dirs) {
     if (!trusted(d.st.uid)) return { path: d.path, why: `is owned by uid ${String(d.st.uid)}`, owner: true };
     // What is below the home is the resolver's job; a missing home's parent decides what the home becomes.
-    if (d === last && walk.complete) continue;
+    if (d === last && (walk.complete || lastMayBeShared)) continue;
     const sticky = (d.st.mode & 0o1000) !== 0;
     if (!sticky && (d.st.mode & 0o022) !== 0) {
       return { path: d.path, why: `is writable by ${(d.st.mode & 0o020) !== 0 ? 'its group' : 'others'} (mode ${(d.st.mode & 0o7777).toString(8).padStart(4, '0')})`, owner: false };
