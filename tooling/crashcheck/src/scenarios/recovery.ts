@@ -39,7 +39,7 @@ const UNLINK_FIRST: Mutation = {
  */
 function assertSynchronousFull(): void {
   const require = createRequire(import.meta.url);
-  const built = path.join(path.dirname(require.resolve('@hermes/session-db')), 'db.js');
+  const built = path.join(path.dirname(require.resolve('@hermes/session-db')), 'open.js');
   const text = fs.readFileSync(built, 'utf8');
   if (!text.includes("db.pragma('synchronous = FULL')") || !text.includes("db.pragma('journal_mode = WAL')")) {
     throw new Error(`${built} no longer sets journal_mode = WAL and synchronous = FULL: the database model of docs/crash-model.md does not hold; update it`);
@@ -59,7 +59,7 @@ async function mutantRecover(): Promise<Recover> {
     if (!name.endsWith('.js')) continue;
     fs.writeFileSync(path.join(dest, name), fs.readFileSync(path.join(dist, name), 'utf8').replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'));
   }
-  const file = path.join(dest, 'recover.js');
+  const file = path.join(dest, 'recover-commit.js');
   const text = fs.readFileSync(file, 'utf8');
   const anchor = /\n(\s*)(outcomes = this\.#options\.store\.commitRecovered\()/;
   if (!anchor.test(text)) throw new Error(`${UNLINK_FIRST.name}: the commit call was not found in ${file}; the mutation no longer matches recovery`);
