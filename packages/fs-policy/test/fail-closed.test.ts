@@ -6,11 +6,11 @@
  * only way past. The attacks of attacks.test.ts are replayed in that mode: a real second uid in its own
  * process, swapping in a tight loop, against 2,000 operations each.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ATTACKER, createTestUsers, describeNeeds, lastJson, runAs, tempRoot, tree, type Proc, type TestUsers } from '@hermes/test-utils';
+import { ATTACKER, createTestUsers, describeNeeds, lastJson, runAs, runMasked, tempRoot, tree, type Proc, type TestUsers } from '@hermes/test-utils';
 import { fixture } from './helpers.js';
 
 const ITERATIONS = 2000;
@@ -39,33 +39,6 @@ interface As {
   gid: number;
 }
 
-/**
- * Runs `node script args` in a new mount namespace whose /proc is a tmpfs (procfs masked), with
- * TMPDIR=/nonexistent, umask 0007 and, for a uid other than 0, the privileges dropped to `as` by setpriv.
- * Rejects after SIGKILL when it runs past `timeoutMs`.
- */
-function runMasked(script: string, args: readonly string[], as: As, env: Readonly<Record<string, string>>, timeoutMs: number): Promise<Proc> {
-  const drop = as.uid === 0 ? '' : `setpriv --reuid=${String(as.uid)} --regid=${String(as.gid)} --clear-groups -- `;
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'unshare',
-      ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `mount -t tmpfs none /proc && umask 0007 && exec ${drop}"$0" "$@"`, process.execPath, script, ...args],
-      { env: { PATH: process.env.PATH, TMPDIR: '/nonexistent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${path.basename(script)} hung: killed after ${String(timeoutMs)} ms\n${stderr}`));
-    }, timeoutMs);
-    child.on('exit', (status, signal) => {
-      clearTimeout(timer);
-      resolve({ stdout, stderr, status, signal });
-    });
-  });
-}
 
 describeNeeds(['root', 'linux', 'useradd', 'mount', 'unshare'], 'row 2: fail closed without descriptors (TMPDIR unusable, /proc masked)', () => {
   let users: TestUsers;

@@ -97,3 +97,31 @@ export function metadata(dir: string): Record<string, string> {
   }
   return out;
 }
+
+/**
+ * Runs `node script args` without descriptors: in a new mount namespace whose /proc is a tmpfs (procfs masked), with
+ * TMPDIR=/nonexistent, umask 0007 and, for a uid other than 0, the privileges dropped to `as` by setpriv.
+ * Rejects after SIGKILL when it runs past `timeoutMs`.
+ */
+export function runMasked(script: string, args: readonly string[], as: { uid: number; gid: number }, env: Readonly<Record<string, string>>, timeoutMs: number): Promise<Proc> {
+  const drop = as.uid === 0 ? '' : `setpriv --reuid=${String(as.uid)} --regid=${String(as.gid)} --clear-groups -- `;
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'unshare',
+      ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `mount -t tmpfs none /proc && umask 0007 && exec ${drop}"$0" "$@"`, process.execPath, script, ...args],
+      { env: { PATH: process.env.PATH, TMPDIR: '/nonexistent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${path.basename(script)} hung: killed after ${String(timeoutMs)} ms\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, status, signal });
+    });
+  });
+}
