@@ -6,11 +6,10 @@
  * Without descriptors a rename at the right moment could redirect a payload, so every flush into the shared home
  * is refused (EUNSAFE_FALLBACK) and reported, never written by path: 0 payloads reach the member's directory.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ATTACKER, createTestUsers, describeNeeds, lastJson, runAs, runMasked, tempRoot, tree, type TestUsers } from '@hermes/test-utils';
+import { expect, it } from 'vitest';
+import { ATTACKER, attackWorld, describeNeeds, lastJson, runAs, runMasked, tree } from '@hermes/test-utils';
 import { fixture } from './helpers.js';
 
 const ROUNDS = 2000;
@@ -26,49 +25,33 @@ interface Counts {
 }
 
 describeNeeds(['root', 'linux', 'useradd', 'mount', 'unshare'], 'fallback mode: the spool swap against a flush without descriptors', () => {
-  let users: TestUsers;
-  let mnt: string;
-  let service: { uid: number; gid: number };
-  let attacker: { uid: number; gid: number };
+  const w = attackWorld(128);
   let n = 0;
 
-  beforeAll(() => {
-    users = createTestUsers(2);
-    service = { uid: users.users[0]?.uid ?? -1, gid: users.gid };
-    attacker = { uid: users.users[1]?.uid ?? -1, gid: users.gid };
-    mnt = path.join(tempRoot(), 'fs');
-    fs.mkdirSync(mnt);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=128m,mode=0755', 'tmpfs', mnt]);
-  });
-  afterAll(() => {
-    spawnSync('umount', ['-l', mnt]);
-    users.cleanup();
-  });
-
   it.each(['sync', 'async'] as const)(`fallback: %s, ${String(ROUNDS)} flushes into a managed home with the spool swapped in a loop — every one refused EUNSAFE_FALLBACK, 0 payloads outside`, async (mode) => {
-    const base = path.join(mnt, `case-${String(n++)}`);
+    const base = path.join(w.mnt, `case-${String(n++)}`);
     fs.mkdirSync(base, { mode: 0o755 });
     const home = path.join(base, 'home');
     const spool = path.join(home, 'pending_messages');
     fs.mkdirSync(spool, { recursive: true });
     for (const d of [home, spool]) {
-      fs.chownSync(d, service.uid, users.gid);
+      fs.chownSync(d, w.service.uid, w.users.gid);
       fs.chmodSync(d, 0o2770);
     }
     const member = path.join(base, 'member');
     fs.mkdirSync(member);
-    fs.chownSync(member, attacker.uid, users.gid);
+    fs.chownSync(member, w.attacker.uid, w.users.gid);
     fs.chmodSync(member, 0o777); // anyone may write there: a flush by path through the link would succeed
     const stop = path.join(base, 'stop');
 
-    const attack = runAs(ATTACKER, ['swap', stop, '120000', home, 'pending_messages', member], attacker, {}, 150_000);
+    const attack = runAs(ATTACKER, ['swap', stop, '120000', home, 'pending_messages', member], w.attacker, {}, 150_000);
     await new Promise((r) => setTimeout(r, 50));
     let out: Counts;
     try {
       const victim = await runMasked(
         fixture('flush-fsync.mjs'),
         [JSON.stringify({ rounds: ROUNDS, mode, spool, aside: path.join(home, '.pending_messages.aside') })],
-        service,
+        w.service,
         { HERMES_HOME: home, HERMES_MANAGED: 'nixos' },
         90_000,
       );

@@ -6,11 +6,10 @@
  * victim (a child, fixtures/flush-fsync.mjs) records, at each directory fsync it really makes, the entries of
  * the directory that descriptor holds, and checks every payload a durable report calls written against them.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ATTACKER, createTestUsers, describeNeeds, lastJson, runAs, tempRoot, tree, type TestUsers } from '@hermes/test-utils';
+import { expect, it } from 'vitest';
+import { ATTACKER, attackWorld, describeNeeds, lastJson, runAs, tree } from '@hermes/test-utils';
 import { fixture } from './helpers.js';
 
 /** Flushes per mode (two payloads each). */
@@ -33,40 +32,23 @@ interface Counts {
 }
 
 describeNeeds(['root', 'linux', 'useradd', 'mount'], 'row 6: the flush fsyncs the directory it wrote into (real second uid swapping the spool)', () => {
-  let users: TestUsers;
-  let mnt: string;
-  let service: { uid: number; gid: number };
-  let attacker: { uid: number; gid: number };
+  const w = attackWorld(128);
   let n = 0;
-
-  beforeAll(() => {
-    users = createTestUsers(2);
-    service = { uid: users.users[0]?.uid ?? -1, gid: users.gid };
-    attacker = { uid: users.users[1]?.uid ?? -1, gid: users.gid };
-    // A tmpfs: fsync is cheap, and the home and the member's directory share one filesystem.
-    mnt = path.join(tempRoot(), 'fs');
-    fs.mkdirSync(mnt);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=128m,mode=0755', 'tmpfs', mnt]);
-  });
-  afterAll(() => {
-    spawnSync('umount', ['-l', mnt]);
-    users.cleanup();
-  });
 
   /** A managed home (2770) with its spool (2770), and the member's own directory (0755) outside it. */
   function layout(): { home: string; spool: string; member: string; stop: string } {
-    const base = path.join(mnt, `case-${String(n++)}`);
+    const base = path.join(w.mnt, `case-${String(n++)}`);
     fs.mkdirSync(base, { mode: 0o755 });
     const home = path.join(base, 'home');
     const spool = path.join(home, 'pending_messages');
     fs.mkdirSync(spool, { recursive: true });
     for (const d of [home, spool]) {
-      fs.chownSync(d, service.uid, users.gid);
+      fs.chownSync(d, w.service.uid, w.users.gid);
       fs.chmodSync(d, 0o2770);
     }
     const member = path.join(base, 'member');
     fs.mkdirSync(member);
-    fs.chownSync(member, attacker.uid, users.gid);
+    fs.chownSync(member, w.attacker.uid, w.users.gid);
     fs.chmodSync(member, 0o755); // readable: a fsync by path through the link succeeds on it
     return { home, spool, member, stop: path.join(base, 'stop') };
   }
@@ -75,14 +57,14 @@ describeNeeds(['root', 'linux', 'useradd', 'mount'], 'row 6: the flush fsyncs th
     `row 6: %s, ${String(ROUNDS)} flushes against a spool swapped for a link — 0 durable claims for a directory not fsynced`,
     async (mode) => {
       const l = layout();
-      const attack = runAs(ATTACKER, ['swap', l.stop, '120000', l.home, 'pending_messages', l.member], attacker, {}, 150_000);
+      const attack = runAs(ATTACKER, ['swap', l.stop, '120000', l.home, 'pending_messages', l.member], w.attacker, {}, 150_000);
       await new Promise((r) => setTimeout(r, 50)); // let the attacker get going
       let out: Counts;
       try {
         const victim = await runAs(
           fixture('flush-fsync.mjs'),
           [JSON.stringify({ rounds: ROUNDS, mode, spool: l.spool, aside: path.join(l.home, '.pending_messages.aside') })],
-          service,
+          w.service,
           { HERMES_HOME: l.home, HERMES_MANAGED: 'nixos' },
           90_000,
         );

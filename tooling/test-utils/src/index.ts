@@ -2,6 +2,7 @@ import { execFileSync, spawn, spawnSync, type SpawnSyncReturns } from 'node:chil
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5';
 
@@ -208,6 +209,45 @@ export function createTestUsers(count: number): TestUsers {
       spawnSync('groupdel', [group]);
     },
   };
+}
+
+/** A uid and the service group's gid, as a child process is run with. */
+export interface Ids {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** The world of an attack test: the service uid and a member of its group, and a tmpfs they both use. */
+export interface AttackWorld {
+  readonly users: TestUsers;
+  /** The service: the first user, in the shared group. */
+  readonly service: Ids;
+  /** A plain member of the service group: the second user. */
+  readonly attacker: Ids;
+  /** A fresh tmpfs (fsync is cheap, so thousands of durable writes fit in a test; one filesystem for renames). */
+  readonly mnt: string;
+}
+
+/**
+ * Registers `beforeAll`/`afterAll` for an attack test (root only; call it inside `describeNeeds(['root', 'useradd',
+ * 'mount'], …)`): two real users sharing a fresh group, and a tmpfs of `sizeMb` MiB mounted 0755. The returned object's
+ * fields are set once `beforeAll` ran; the users and the mount are removed after the suite.
+ */
+export function attackWorld(sizeMb = 128): AttackWorld {
+  const world = {} as { users: TestUsers; service: Ids; attacker: Ids; mnt: string };
+  beforeAll(() => {
+    world.users = createTestUsers(2);
+    world.service = { uid: world.users.users[0]?.uid ?? -1, gid: world.users.gid };
+    world.attacker = { uid: world.users.users[1]?.uid ?? -1, gid: world.users.gid };
+    world.mnt = path.join(tempRoot(), 'fs');
+    fs.mkdirSync(world.mnt);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${String(sizeMb)}m,mode=0755`, 'tmpfs', world.mnt]);
+  });
+  afterAll(() => {
+    spawnSync('umount', ['-l', world.mnt]);
+    world.users.cleanup();
+  });
+  return world;
 }
 
 /** Whether a usable python3 with sqlite3 exists (for cross-implementation checks). */
