@@ -82,6 +82,7 @@ export {
   type RecoveryReport,
 } from './recover.js';
 export {
+  DEFAULT_SIGNALS,
   EXIT_FLUSH_INCOMPLETE,
   installShutdownHook,
   signalExitCode,

@@ -34,7 +34,10 @@ export interface ShutdownHookOptions {
   budgetMs?: number;
   /** After the budget ran out: how long the synchronous writes may take (default: `budgetMs`). */
   syncBudgetMs?: number;
-  /** Default `['SIGTERM', 'SIGINT']`. */
+  /**
+   * Default `['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT']`: every signal whose default action ends the process and that
+   * an ordinary stop sends (a closed terminal, `SendSIGHUP=`, a supervisor, Ctrl-\\).
+   */
   signals?: readonly NodeJS.Signals[];
   /** Exit once flushed (default true): 128 + the signal number when every message is on disk, else 74. */
   exit?: boolean;
@@ -132,6 +135,9 @@ function groupsText(failed: readonly FailedEntry[]): string {
   return groups.map((g) => `${count(g.count)} ${g.code} at ${g.where}`).join(', ');
 }
 
+/** The stop signals the hook listens to unless told otherwise. */
+export const DEFAULT_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'];
+
 /**
  * Installs the stop sequence: on the first signal it runs `flush()`; the process exits once every message is
  * on disk or reported, never before:
@@ -148,7 +154,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
   }
   const budgetMs = nonNegative('budgetMs', options.budgetMs ?? 5000);
   const syncBudgetMs = nonNegative('syncBudgetMs', options.syncBudgetMs ?? budgetMs);
-  const given: unknown = options.signals ?? ['SIGTERM', 'SIGINT'];
+  const given: unknown = options.signals ?? DEFAULT_SIGNALS;
   if (!Array.isArray(given) || given.some((s) => typeof s !== 'string')) {
     throw new GatewayInputError('EINVALID_OPTION', 'signals', `signals must be a list of signal names, got ${describeValue(given)}`);
   }
@@ -334,8 +340,20 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     return result;
   };
 
+  /**
+   * The `'exit'` listener runs first: a listener that throws stops `process.emit('exit')` at that listener, and
+   * whatever comes after it never runs. Prepended when installed, and again when a stop begins (the application
+   * may have prepended its own since).
+   */
+  const putExitListenerFirst = (): void => {
+    if (process.listeners('exit')[0] === onExit) return;
+    process.off('exit', onExit);
+    process.prependListener('exit', onExit);
+  };
+
   const run = (sig: NodeJS.Signals): Promise<ShutdownOutcome> => {
     if (running !== undefined) return running;
+    putExitListenerFirst();
     if (outcome !== undefined) return Promise.resolve(outcome); // the exit path ended the stop already
     running = new Promise<ShutdownOutcome>((resolve) => {
       resolveRunning = resolve;
@@ -384,7 +402,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
   };
 
   for (const s of signals) process.on(s, onSignal);
-  process.on('exit', onExit);
+  process.prependListener('exit', onExit);
   return {
     uninstall() {
       for (const s of signals) process.off(s, onSignal);
