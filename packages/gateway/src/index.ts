@@ -18,7 +18,7 @@ export {
   type SkippedEntry,
   type WrittenEntry,
 } from './flush.js';
-export { jsonProblem, parseJsonTolerant } from './json.js';
+export { jsonProblem, JsonTooDeepError, MAX_JSON_DEPTH, parseJsonTolerant } from './json.js';
 export { setGatewayLogger, stderrGatewayLogger, type GatewayLogger, type LogFields } from './log.js';
 export { GatewayInputError } from './errors.js';
 export {

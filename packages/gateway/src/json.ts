@@ -6,8 +6,21 @@
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+/** How deeply arrays and objects may nest in a spool file: far beyond any payload, far below the JS stack. */
+export const MAX_JSON_DEPTH = 512;
+
+/** A document nested deeper than {@link MAX_JSON_DEPTH}: refused with a code, never a stack overflow. */
+export class JsonTooDeepError extends SyntaxError {
+  readonly code = 'ETOO_DEEP';
+  constructor(position: number) {
+    super(`nested deeper than ${String(MAX_JSON_DEPTH)} levels at position ${String(position)}`);
+    this.name = 'JsonTooDeepError';
+  }
+}
+
 class Parser {
   #i = 0;
+  #depth = 0;
   constructor(private readonly text: string) {}
 
   parseDocument(): unknown {
@@ -89,12 +102,18 @@ class Parser {
     return JSON.parse(this.text.slice(start, this.#i)) as string;
   }
 
+  #enter(): void {
+    if (++this.#depth > MAX_JSON_DEPTH) throw new JsonTooDeepError(this.#i);
+  }
+
   #array(): unknown[] {
+    this.#enter();
     this.#i++;
     const out: unknown[] = [];
     this.#ws();
     if (this.text[this.#i] === ']') {
       this.#i++;
+      this.#depth--;
       return out;
     }
     for (;;) {
@@ -102,17 +121,22 @@ class Parser {
       this.#ws();
       const c = this.text[this.#i];
       this.#i++;
-      if (c === ']') return out;
+      if (c === ']') {
+        this.#depth--;
+        return out;
+      }
       if (c !== ',') this.#fail("expected ',' or ']'");
     }
   }
 
   #object(): Record<string, unknown> {
+    this.#enter();
     this.#i++;
     const out: Record<string, unknown> = {};
     this.#ws();
     if (this.text[this.#i] === '}') {
       this.#i++;
+      this.#depth--;
       return out;
     }
     for (;;) {
@@ -128,7 +152,10 @@ class Parser {
       this.#ws();
       const c = this.text[this.#i];
       this.#i++;
-      if (c === '}') return out;
+      if (c === '}') {
+        this.#depth--;
+        return out;
+      }
       if (c !== ',') this.#fail("expected ',' or '}'");
     }
   }
@@ -139,10 +166,35 @@ class Parser {
  * the fast path; only text the standard parser refuses goes through the tolerant one. Throws SyntaxError.
  */
 export function parseJsonTolerant(text: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch {
     return new Parser(text).parseDocument();
+  }
+  if (typeof value === 'object' && value !== null) checkDepth(text);
+  return value;
+}
+
+/**
+ * Throws {@link JsonTooDeepError} when the brackets of `text` (a document JSON.parse accepted) nest deeper than
+ * {@link MAX_JSON_DEPTH}: what reads a payload afterwards may recurse. Iterative; strings are skipped. Cheap when the
+ * document has fewer brackets than the limit (then it cannot be that deep).
+ */
+function checkDepth(text: string): void {
+  let brackets = 0;
+  for (let i = text.indexOf('['); i !== -1 && brackets <= MAX_JSON_DEPTH; i = text.indexOf('[', i + 1)) brackets++;
+  for (let i = text.indexOf('{'); i !== -1 && brackets <= MAX_JSON_DEPTH; i = text.indexOf('{', i + 1)) brackets++;
+  if (brackets <= MAX_JSON_DEPTH) return;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string (JSON.parse accepted it, so it is terminated).
+      for (i++; text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) throw new JsonTooDeepError(i);
+    } else if (c === 0x5d || c === 0x7d) depth--;
   }
 }
 
