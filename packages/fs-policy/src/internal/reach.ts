@@ -57,6 +57,9 @@ function rememberChain(key: string, st: fs.Stats): void {
   verifiedChains.set(key, { dev: st.dev, ino: st.ino, uid: st.uid });
 }
 
+/** How often the chain check is made again when the path changed between the check and the open. */
+const MAX_CHAIN_RETRIES = 3;
+
 function sameInode(a: { dev: number; ino: number; uid?: number } | undefined, b: fs.Stats): boolean {
   return a?.dev === b.dev && a.ino === b.ino && (a.uid === undefined || a.uid === b.uid);
 }
@@ -139,13 +142,22 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
   const chainKey = trustTop === env.home ? `${trustTop}\0${String(env.uid)}` : undefined;
   const cached = privileged && chainKey !== undefined ? verifiedChains.get(chainKey) : undefined;
   const chain = privileged && cached === undefined ? yield* chainCheckPlan(trustTop, trust) : undefined;
-  const { anchor, missing } = yield* anchorAt(trustTop, held);
+  let { anchor, missing } = yield* anchorAt(trustTop, held);
   if (privileged) {
-    const opened = yield* statOf(anchor, held);
     let want: { dev: number; ino: number; uid?: number } | undefined = chain ?? cached;
-    if (chain === undefined && !sameInode(want, opened)) want = yield* chainCheckPlan(trustTop, trust); // changed since: check again
-    if (!sameInode({ dev: want?.dev ?? -1, ino: want?.ino ?? -1 }, opened)) {
-      throw new FsPolicyError({ code: 'ERACE', step: 'resolve', path: anchor.path, message: `${anchor.path} changed between the ownership check and its use` });
+    let opened = yield* statOf(anchor, held);
+    // What was opened must be what the check ended on. When it is not, the path changed since it was checked (a
+    // cached verdict gone stale, or a home another process created between the check and the open): check again,
+    // and reopen what the path leads to now — a few times, then give up (ERACE).
+    for (let attempt = 0; !sameInode(want, opened); attempt++) {
+      if (attempt >= MAX_CHAIN_RETRIES) {
+        throw new FsPolicyError({ code: 'ERACE', step: 'resolve', path: anchor.path, message: `${anchor.path} changed between the ownership check and its use` });
+      }
+      want = yield* chainCheckPlan(trustTop, trust);
+      if (sameInode(want, opened)) break;
+      yield* held.releaseOne(anchor);
+      ({ anchor, missing } = yield* anchorAt(trustTop, held));
+      opened = yield* statOf(anchor, held);
     }
     if (chainKey !== undefined && missing.length === 0) rememberChain(chainKey, opened);
   }
