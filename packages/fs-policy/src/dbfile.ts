@@ -33,7 +33,7 @@ import * as path from 'node:path';
 import { currentUid, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { type HeldDirectory, holdDirectorySync } from './scan.js';
-import { checkEntry, closeQuietly, type EntryRule, type PinnedEntry, pinEntrySync, realPathOfFd, sameInode, trustedOwners } from './heldfile.js';
+import { checkEntry, closeQuietly, type EntryRule, type PinnedEntry, pinEntrySync, homeOwnerOf, realPathOfFd, sameInode, trustedOwners } from './heldfile.js';
 import { withFifoWatchdog } from './fifo-watchdog.js';
 import { anchorMode } from './internal/anchor.js';
 import { getLogger } from './logger.js';
@@ -144,15 +144,6 @@ function refuseUnverifiable(target: string, env: HermesEnvironment, dirStat: fs.
   const err = new FsPolicyError({ code: 'EUNSAFE_FALLBACK', step: 'verify', path: target, message });
   getLogger().error(`refused: ${err.detail}`, { path: target, code: err.code, errno: null, fix: err.hint });
   throw err;
-}
-
-function homeOwnerOf(dir: HeldDirectory, env: HermesEnvironment): number | undefined {
-  if (dir.path !== path.resolve(env.home)) return undefined;
-  try {
-    return fs.statSync(dir.self).uid;
-  } catch (err) {
-    throw toPolicyError(dir.explain(err), 'verify', dir.path, `stat of the home ${dir.path}`);
-  }
 }
 
 /**

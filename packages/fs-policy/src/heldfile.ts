@@ -8,6 +8,8 @@
  * cannot be fooled by inode reuse.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { HermesEnvironment } from './env.js';
 import { currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import type { HeldDirectory } from './scan.js';
 import { anchorMode, O_PATH } from './internal/anchor.js';
@@ -38,6 +40,16 @@ export function pinFlags(): number {
   return anchorMode() === 'procfd' && O_PATH !== 0
     ? O_PATH | fs.constants.O_NOFOLLOW
     : fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+}
+
+/** The uid owning `dir` when it is the home itself (a held descriptor's `stat`), else undefined. */
+export function homeOwnerOf(dir: HeldDirectory, env: Pick<HermesEnvironment, 'home'>): number | undefined {
+  if (dir.path !== path.resolve(env.home)) return undefined;
+  try {
+    return fs.statSync(dir.self).uid;
+  } catch (err) {
+    throw toPolicyError(dir.explain(err), 'verify', dir.path, `stat of the home ${dir.path}`);
+  }
 }
 
 /**

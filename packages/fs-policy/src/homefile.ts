@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { type HeldDirectory, holdDirectorySync } from './scan.js';
-import { checkEntry, closeQuietly, type EntryRule, type PinnedEntry, pinFlags, readPinnedSync, realPathOfFd, trustedOwners } from './heldfile.js';
+import { checkEntry, closeQuietly, type EntryRule, type PinnedEntry, pinFlags, homeOwnerOf, readPinnedSync, realPathOfFd, trustedOwners } from './heldfile.js';
 import { anchorMode, O_PATH } from './internal/anchor.js';
 import { getLogger } from './logger.js';
 
@@ -30,15 +30,6 @@ export interface HomeFile {
   readonly data: Buffer;
   /** For a link into an allowed prefix: the real path that was read. */
   readonly via?: string;
-}
-
-function homeOwnerOf(dir: HeldDirectory, env: HermesEnvironment): number | undefined {
-  if (dir.path !== path.resolve(env.home)) return undefined;
-  try {
-    return fs.statSync(dir.self).uid;
-  } catch (err) {
-    throw toPolicyError(dir.explain(err), 'verify', dir.path, `stat of the home ${dir.path}`);
-  }
 }
 
 function under(real: string, prefixes: readonly string[]): boolean {

@@ -21,7 +21,7 @@ export interface RecoveredRow {
   readonly platformMessageId?: unknown;
 }
 
-/** One spool file to commit: a receipt id that identifies the file's exact bytes, its name and its rows. */
+/** One spool file to commit: a receipt id that identifies the payload (its writer and seq, or its bytes), its name and its rows. */
 export interface RecoveryBatchEntry {
   readonly receiptId: string;
   readonly fileName: string;

@@ -1,5 +1,6 @@
 /** Whose files root may write into or replace: root and the home's owner (threat model rule 4). */
 import { currentUid, errnoCode, toPolicyError } from '../errors.js';
+import { trustedOwners } from '../heldfile.js';
 import type { HermesEnvironment } from '../env.js';
 import { call, type Plan } from './io.js';
 import type { Reached } from './reach.js';
@@ -28,9 +29,5 @@ export function* homeOwnerPlan(reached: Reached, env: HermesEnvironment, held: H
  * managed home can open the state.db its owner created, and nobody's file but theirs is ever used.
  */
 export function trustedUseOwners(env: HermesEnvironment, homeOwner: number | undefined): ReadonlySet<number> {
-  const set = new Set<number>([currentUid(), 0]);
-  if (homeOwner !== undefined) set.add(homeOwner);
-  if (env.uid !== undefined) set.add(env.uid);
-  set.delete(-1);
-  return set;
+  return trustedOwners(homeOwner, [env.uid]);
 }
