@@ -108,29 +108,32 @@ describeNeeds(['root', 'linux', 'useradd'], "root acts as the home's owner for c
     });
     const pid = parent.pid ?? -1;
     let child: number | undefined;
+    let status = '';
     const deadline = Date.now() + 30_000;
-    // Root's process also runs getent and id (the owner's groups): the child wanted is the one running bin.js.
-    const cmdline = (p: string): string => {
+    // Root's process also runs getent and id (the owner's groups), and between fork and exec those show root's
+    // own command line: the child wanted is the one running bin.js under the owner's uid (its first lines run
+    // as root for a few milliseconds; getent and id never switch). A candidate may be gone by the time it is read.
+    const read = (file: string): string => {
       try {
-        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8');
+        return fs.readFileSync(file, 'utf8');
       } catch {
         return ''; // gone meanwhile
       }
     };
     while (child === undefined && Date.now() < deadline) {
-      const kids = fs.readFileSync(`/proc/${String(pid)}/task/${String(pid)}/children`, 'utf8').trim().split(' ').filter((k) => k !== '');
-      const node = kids.find((k) => cmdline(k).includes(BIN));
-      if (node !== undefined) child = Number(node);
-      else await new Promise((r) => setTimeout(r, 20));
+      const kids = read(`/proc/${String(pid)}/task/${String(pid)}/children`).trim().split(' ').filter((k) => k !== '');
+      for (const k of kids) {
+        if (!read(`/proc/${k}/cmdline`).includes(BIN)) continue;
+        const st = read(`/proc/${k}/status`);
+        if (/^Uid:\s+(\d+)/m.exec(st)?.[1] === String(owner.uid)) {
+          child = Number(k);
+          status = st;
+          break;
+        }
+      }
+      if (child === undefined) await new Promise((r) => setTimeout(r, 20));
     }
     expect(child).toBeDefined();
-    // Wait until the child has switched (its first lines run as root for a few milliseconds).
-    let status = '';
-    while (Date.now() < deadline) {
-      status = fs.readFileSync(`/proc/${String(child)}/status`, 'utf8');
-      if (/^Uid:\s+(\d+)/m.exec(status)?.[1] === String(owner.uid)) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
     const ids = (key: string): string[] => (new RegExp(`^${key}:\\s+(.*)$`, 'm').exec(status)?.[1] ?? '').trim().split(/\s+/);
     expect(ids('Uid')).toEqual([String(owner.uid), String(owner.uid), String(owner.uid), String(owner.uid)]);
     expect(ids('Gid')).toEqual([String(owner.gid), String(owner.gid), String(owner.gid), String(owner.gid)]);
