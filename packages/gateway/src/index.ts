@@ -103,3 +103,15 @@ export {
   type SpoolStatsOptions,
 } from './stats.js';
 export type { RecoveredRow, RecoveryBatchEntry, RecoveryCommitOutcome, SessionStore } from './store.js';
+export {
+  BATCH_FILE_PATTERN,
+  BATCH_KIND,
+  BATCH_REASON,
+  batchFileName,
+  isBatchName,
+  looksLikeBatch,
+  parseBatch,
+  serializeBatch,
+  type BatchMember,
+  type SpoolBatch,
+} from './batch.js';
