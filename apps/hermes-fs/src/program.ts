@@ -1,4 +1,4 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { registerDoctor } from './commands/doctor.js';
 import { registerMatrix } from './commands/matrix.js';
 import { registerPending } from './commands/pending.js';
@@ -43,10 +43,29 @@ export function buildProgram(): Command {
   const override = (cmd: Command): void => {
     cmd.exitOverride();
     cmd.configureOutput({ outputError: (text, write) => { write(`hermes-fs: ${text}`); } });
+    refuseEmptyValues(cmd);
     for (const sub of cmd.commands) override(sub);
   };
+  refuseEmptyValues(program);
   for (const cmd of program.commands) override(cmd);
   return program;
+}
+
+/**
+ * Every option that takes a value refuses an empty one (exit 2, a usage error): `--home "$H"` with `$H` unset
+ * must not mean "the default home". The option's own parser, if any, runs after the check.
+ */
+function refuseEmptyValues(cmd: Command): void {
+  for (const opt of cmd.options) {
+    if (!opt.required && !opt.optional) continue;
+    const parse = opt.parseArg;
+    opt.argParser((value: string, previous: unknown) => {
+      if (value.trim() === '') {
+        throw new InvalidArgumentError(`it is empty (a variable that is not set?)${opt.long === '--home' ? '; an empty --home never means the default home' : ''}`);
+      }
+      return parse === undefined ? value : parse(value, previous);
+    });
+  }
 }
 
 /** The command words of `argv` (`pending list`), for the `command` of an error document. */
