@@ -92,6 +92,17 @@ export { fsyncHeldDirectory, fsyncHeldDirectorySync, type DirIdentity } from './
 export { readRegularFile, readRegularFileSync, type ReadRegularOptions, type RegularFile } from './read.js';
 export { anchorMode, type AnchorMode } from './internal/anchor.js';
 export {
+  bootTimeMs,
+  CLOCK_TICKS_PER_SECOND,
+  type Liveness,
+  pidExists,
+  processLiveness,
+  type ProcessIdentity,
+  readProcStat,
+  selfIdentity,
+  writerLiveness,
+} from './liveness.js';
+export {
   parseTempName,
   type ParsedTempName,
   pidAlive,

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
-import { pidNamespace, selfFd } from './internal/anchor.js';
+import { selfFd } from './internal/anchor.js';
+import { pidExists, writerLiveness } from './liveness.js';
 import { call, O, type Plan, runAsync, runSync } from './internal/io.js';
 import { anchorAt, at, type DirRef, Held, lstatAt, statOf } from './internal/resolve.js';
 import { refuseUnsafeFallback, sharedDirReason } from './internal/fallback.js';
@@ -19,8 +20,9 @@ export interface TempFile {
   /** `tmp`: an unfinished write; `bak`: a rollback copy of a previous version. */
   readonly type: 'tmp' | 'bak';
   /**
-   * Whether the writer is alive: true/false when its pid can be checked from here (same pid namespace),
-   * null when it cannot (another namespace: a container sharing the volume) — then only age decides.
+   * Whether the writer is alive: true/false when its pid can be checked from here (same pid namespace), false
+   * also when the process with that pid started after the file's last write (a recycled pid); null when it
+   * cannot be checked (another namespace: a container sharing the volume) — then only age decides.
    */
   readonly pidAlive: boolean | null;
   readonly ageMs: number;
@@ -69,25 +71,16 @@ interface SweepOut {
 }
 
 /** True when a process with this pid exists (EPERM means it exists but belongs to someone else). */
-export function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoCode(err) === 'EPERM';
-  }
-}
+export const pidAlive = pidExists;
 
 /**
- * Whether the writer of a temp is alive, as far as this process can tell: a pid means something only inside
- * the namespace it was taken in. A name without a namespace comes from a writer without procfs (or an older
- * version); it is trusted only when this process has no namespace to compare either.
+ * Whether the writer of a temp is alive, as far as this process can tell ({@link writerLiveness}): a pid means
+ * something only inside the namespace it was taken in, and a process that started after the temp's last write
+ * is not its writer (the pid was recycled). Null when it cannot be checked from here.
  */
-function writerAlive(pid: number, pidns: string | undefined): boolean | null {
-  const mine = pidNamespace();
-  if (pidns === undefined ? mine !== null : pidns !== mine) return null;
-  return pidAlive(pid);
+function writerAlive(pid: number, pidns: string | undefined, mtimeMs: number): boolean | null {
+  const verdict = writerLiveness(pid, pidns, mtimeMs).state;
+  return verdict === 'unknown' ? null : verdict === 'alive';
 }
 
 function* sweepDir(
@@ -140,7 +133,7 @@ function* sweepDir(
     if (parsed === null) continue;
     const st = yield* lstatAt(dir, entry.name, full);
     if (st?.isFile() !== true) continue; // finished (or replaced) meanwhile
-    const alive = writerAlive(parsed.pid, parsed.pidns);
+    const alive = writerAlive(parsed.pid, parsed.pidns, st.mtimeMs);
     const ageMs = Math.max(0, now - st.mtimeMs);
     const temp: TempFile = {
       path: full,

@@ -5,10 +5,11 @@ import type { SpoolLocationOptions } from './spool.js';
 export interface SalvageOptions extends SpoolLocationOptions {
   logger?: GatewayLogger;
   /**
-   * A temp whose writer cannot be proven dead — its pid is alive (perhaps recycled), it was taken in another
-   * pid namespace (a container sharing the volume), or the name carries none (the Python reference's) — is
-   * left alone until its last write is this old (default {@link DEFAULT_SALVAGE_MIN_AGE_MS}): a live writer's
-   * rename must never be pre-empted.
+   * A temp whose writer cannot be checked from here — it was taken in another pid namespace (a container
+   * sharing the volume), or the name carries no pid (the Python reference's) — is left alone until its last
+   * write is this old (default {@link DEFAULT_SALVAGE_MIN_AGE_MS}). A temp whose writer is alive (its pid, in
+   * this namespace, held by a process that started before the temp's last write) is never taken over, whatever
+   * its age: a stopped writer resumes and renames it.
    */
   minAgeMs?: number;
   /** The clock, epoch milliseconds (tests). */
@@ -17,9 +18,9 @@ export interface SalvageOptions extends SpoolLocationOptions {
 
 /** Why a temp file was left where it is (nothing about it changed). */
 export type SalvageLeftReason =
-  /** Its writer is alive and the file is younger than `minAgeMs`: a write in progress. */
+  /** Its writer is alive (stopped or not), whatever the file's age: a write in progress. */
   | 'writer-alive'
-  /** No pid in the name (Python reference) and younger than `minAgeMs`. */
+  /** Its writer cannot be checked (no pid in the name, another pid namespace) and it is younger than `minAgeMs`. */
   | 'too-recent'
   /** Another uid's file this process cannot read; that uid's recovery salvages it. */
   | 'foreign'
@@ -53,7 +54,8 @@ export interface Candidate {
   readonly pid: number | undefined;
   /**
    * Whether the writer is alive, as @hermes/fs-policy's sweep tells from the name (its pid, in its pid
-   * namespace): null when it cannot tell (another namespace, no pid in the name).
+   * namespace) and the file's last write (a process that started after it is a recycled pid, not the writer):
+   * null when it cannot tell (another namespace, no pid in the name).
    */
   readonly alive: boolean | null;
 }

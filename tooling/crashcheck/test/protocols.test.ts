@@ -79,8 +79,9 @@ describe('mutations of recovery and of the repairs', () => {
     const r = await mutated('gateway recoverPending (batches of 2)', 'sync', 'unlink-before-commit');
     expect(r.error).toBeUndefined();
     expect(r.violations).toBeGreaterThan(0);
-    // The first batch: the file committed by an earlier pass, then "see you tomorrow"; both unlinked, then the crash.
-    expect(r.minimal?.state.cut).toBe(2);
+    // Operations 1–10 take the home's gateway lock (staging directory, holder file, rename). Then the first batch:
+    // the file committed by an earlier pass, then "see you tomorrow"; both unlinked, then the crash.
+    expect(r.minimal?.state.cut).toBe(12);
     expect(r.minimal?.state.lost).toEqual([]);
     expect(r.minimal?.state.db).toEqual([]);
     expect(r.minimal?.messages).toEqual([

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { silentLogger } from '@hermes/fs-policy';
-import { recoverPending, type RecoveryReport, stderrGatewayLogger } from '@hermes/gateway';
+import { acquireGatewayLock, describeHolder, type GatewayLock, GatewayLockError, recoverPending, type RecoveryReport, stderrGatewayLogger } from '@hermes/gateway';
 import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
 import { SingleBar } from 'cli-progress';
 import { PROGRESS_THRESHOLD, type RunContext } from '../commands/common.js';
@@ -45,12 +45,12 @@ function spoolHasEntries(dir: string): boolean {
 }
 
 /**
- * The session database to recover into. A missing one is refused (exit 2) unless `--create-db`; then it is
- * created through @hermes/session-db (fs-policy's ensureFile) by this process — which, on a home another uid
+ * Whether the session database to recover into is missing. A missing one is refused (exit 2) unless
+ * `--create-db`; then {@link openStore} creates it through @hermes/session-db (fs-policy's ensureFile) by this process — which, on a home another uid
  * owns, is never root: root's run switched to the home's owner before it got here (lib/act-as-owner.ts), so
  * the new state.db belongs to the owner and a planted link can lead only where the owner may write.
  */
-function openStore(home: string, createDb: boolean): { db: ReturnType<typeof openSessionDb>; created: boolean } {
+function storeMissing(home: string, createDb: boolean): boolean {
   const file = path.join(home, STATE_DB_FILE);
   let missing = false;
   try {
@@ -61,8 +61,7 @@ function openStore(home: string, createDb: boolean): { db: ReturnType<typeof ope
     }
     missing = true;
   }
-  if (!missing) return { db: openSessionDb({ home }), created: false };
-  if (!createDb) {
+  if (missing && !createDb) {
     throw new CliError(`no session database at ${file}: recovery replays into state.db and does not create an empty one`, {
       code: 'ENODB',
       path: file,
@@ -70,6 +69,13 @@ function openStore(home: string, createDb: boolean): { db: ReturnType<typeof ope
       hint: `check --home (the gateway's home has a state.db); to start a new one, run again with --create-db as the home's owner`,
     });
   }
+  return missing;
+}
+
+/** Opens state.db, creating it when {@link storeMissing} said it is missing (and --create-db allowed it). */
+function openStore(home: string, missing: boolean): { db: ReturnType<typeof openSessionDb>; created: boolean } {
+  const file = path.join(home, STATE_DB_FILE);
+  if (!missing) return { db: openSessionDb({ home }), created: false };
   const homeOwner = fs.statSync(home).uid;
   if (euid() === 0 && homeOwner !== 0) {
     // Unreachable through the CLI (root is re-run as the owner); kept so that no caller creates it as root.
@@ -81,6 +87,24 @@ function openStore(home: string, createDb: boolean): { db: ReturnType<typeof ope
     });
   }
   return { db: openSessionDb({ home }), created: true };
+}
+
+/**
+ * The home's gateway lock for this run. A live holder (or one that cannot be proven dead from here) refuses
+ * the run before anything is opened: exit 2, the holder named, and the fix.
+ */
+function lockHome(home: string): GatewayLock {
+  try {
+    return acquireGatewayLock({ home });
+  } catch (err) {
+    if (!(err instanceof GatewayLockError)) throw err;
+    const holder = err.holder === null ? '' : `: ${describeHolder(err.holder)}`;
+    const why = err.liveness === null ? '' : ` (${err.liveness.reason})`;
+    throw new CliError(
+      err.code === 'ELOCKED' ? `refused: another gateway or recovery holds ${err.path}${holder}${why}; nothing was read or changed` : err.message,
+      { code: err.code, path: err.path, exitCode: EXIT.error, hint: err.hint, cause: err },
+    );
+  }
 }
 
 function failedOf(report: RecoveryReport): boolean {
@@ -124,6 +148,33 @@ function capped<T>(items: readonly T[], line: (item: T) => string): string[] {
   return out;
 }
 
+/** What became of committed files: `removed` when all are gone, else how many were and why the rest were not. */
+function removalOf(entries: readonly { readonly path: string; readonly removed: boolean }[], report: RecoveryReport): string {
+  const gone = entries.filter((e) => e.removed).length;
+  if (gone === entries.length) return 'removed';
+  const reasons = new Map(report.kept.map((k) => [k.path, k.reason]));
+  const left = entries.filter((e) => !e.removed);
+  const refused = left.filter((e) => reasons.get(e.path) !== 'checkpoint-pending').length;
+  const parts = [`${String(gone)} removed`];
+  if (refused > 0) parts.push(`could not remove ${String(refused)}`);
+  if (left.length > refused) parts.push(`${String(left.length - refused)} kept until a checkpoint`);
+  return parts.join(', ');
+}
+
+/** The errno of each refused removal and where, counted: `EACCES at /home/h/.hermes/pending_messages`. */
+function unremovedCodes(report: RecoveryReport): string {
+  const unremoved = new Set(report.kept.filter((k) => k.reason === 'not-removed').map((k) => k.path));
+  const byCode = new Map<string, { n: number; dirs: Set<string> }>();
+  for (const e of report.errors) {
+    if (!unremoved.has(e.path)) continue;
+    const g = byCode.get(e.code) ?? { n: 0, dirs: new Set<string>() };
+    g.n++;
+    g.dirs.add(path.dirname(e.path));
+    byCode.set(e.code, g);
+  }
+  return [...byCode].map(([code, g]) => `${byCode.size > 1 ? `${String(g.n)} ` : ''}${code} at ${termSafe(g.dirs.size === 1 ? [...g.dirs][0] ?? '' : report.dir)}`).join(', ');
+}
+
 export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Promise<ExitCode> {
   const dir = spoolDirOf(ctx.home);
   const dbFile = path.join(ctx.home, STATE_DB_FILE);
@@ -132,7 +183,18 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
     else println(`nothing to recover: ${termSafe(dir)} ${fs.existsSync(dir) ? 'is empty' : 'does not exist'}`);
     return EXIT.ok;
   }
-  const { db, created } = openStore(ctx.home, opts.createDb);
+  // A missing state.db is refused before the lock is taken: a refused run changes nothing in the home.
+  const missing = storeMissing(ctx.home, opts.createDb);
+  // One live writer set per home: refused while a gateway (or another recovery) holds the home's lock.
+  const lock = lockHome(ctx.home);
+  let store: ReturnType<typeof openStore>;
+  try {
+    store = openStore(ctx.home, missing);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  const { db, created } = store;
   const stderrTty: unknown = process.stderr.isTTY;
   const showBar = stderrTty === true && !ctx.json;
   let bar: SingleBar | null = null;
@@ -155,6 +217,7 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
     });
   } finally {
     db.close();
+    lock.release();
     (bar as SingleBar | null)?.stop();
   }
   const failed = failedOf(report);
@@ -165,7 +228,11 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
   const c = colorsFor(process.stdout);
   if (created) println(`created ${termSafe(dbFile)} (--create-db)`);
   println(`recovered ${report.inserted.length} of ${plural(report.scanned, 'spool file')} into ${termSafe(dbFile)}`);
-  if (report.alreadyCommitted.length > 0) println(`  ${plural(report.alreadyCommitted.length, 'file')} committed by an earlier pass (receipt found): removed, nothing duplicated`);
+  if (report.alreadyCommitted.length > 0) println(`  ${plural(report.alreadyCommitted.length, 'file')} committed by an earlier pass (receipt found): ${removalOf(report.alreadyCommitted, report)}, nothing duplicated`);
+  const unremoved = report.kept.filter((k) => k.reason === 'not-removed').length;
+  if (unremoved > 0) println(`  ${c.red('could not remove')} ${plural(unremoved, 'recovered file')} (${unremovedCodes(report)}): the next recovery removes them without inserting them again`);
+  const pendingCheckpoint = report.kept.filter((k) => k.reason === 'checkpoint-pending').length;
+  if (pendingCheckpoint > 0) println(`  ${plural(pendingCheckpoint, 'recovered file')} kept until a checkpoint proves them in ${termSafe(dbFile)} (another process held a read snapshot): the next recovery removes them without inserting them again`);
   if (report.snapshots.length > 0) println(`  ${plural(report.snapshots.length, 'agent-history snapshot')} left for you: hermes-fs pending export ID`);
   if (report.foreignOwner.length > 0) {
     const uids = [...new Set(report.foreignOwner.map((f) => f.uid))].join(', ');
