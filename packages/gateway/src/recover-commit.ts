@@ -8,7 +8,9 @@ import * as fs from 'node:fs';
 import { hintFor } from '@hermes/fs-policy';
 import { sys } from './held.js';
 import type { PayloadKind } from './payload.js';
+import { isMemberPath } from './recover-batch.js';
 import type { InsertedEntry, KeptReason, RecoverOptions, RecoveryReport } from './recover-types.js';
+import { describeValue } from './errors.js';
 import { codeOf, egid, euid, messageOf, type Problem } from './recover-util.js';
 import type { RecoveryBatchEntry, SessionStore } from './store.js';
 
@@ -26,6 +28,25 @@ export interface Awaiting {
 }
 
 
+/** The end-of-pass checkpoint retry waits at most this long unless {@link RecoverOptions.checkpointRetryMs} says otherwise. */
+export const DEFAULT_CHECKPOINT_RETRY_MS = 250;
+/** Pause between two checkpoint attempts of the end-of-pass retry. */
+const CHECKPOINT_RETRY_INTERVAL_MS = 25;
+
+/**
+ * How long the end-of-pass checkpoint retry may wait: `checkpointRetryMs` (default 250 ms; 0 turns the retry
+ * off), and never longer than the pass has taken so far, so a reader holding a snapshot cannot make a pass take
+ * more than about twice its own time.
+ */
+export function checkpointRetryBound(checkpointRetryMs: number, elapsedMs: number): number {
+  return Math.max(0, Math.min(checkpointRetryMs, elapsedMs));
+}
+
+/** Blocks the thread for `ms` milliseconds (recovery is synchronous). */
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
 /** What the batches report back to the pass. */
 export interface PassSink {
   keep(p: string, reason: KeptReason, detail: string): void;
@@ -33,6 +54,8 @@ export interface PassSink {
   progress(): void;
   /** `n` more files dealt with. */
   done(n: number): void;
+  /** The store rejected a batch member's rows (a member has no file to rename `.bad`; recover-batch.ts). */
+  rejectedMember(p: string, reason: string): void;
 }
 
 export class Batches {
@@ -51,6 +74,9 @@ export class Batches {
   readonly #storePath: string;
   readonly #dir: string;
   readonly #pass: PassSink;
+  /** When the pass began (performance.now()): the end-of-pass checkpoint retry never waits longer than the pass took. */
+  readonly #started = performance.now();
+  readonly #retryMs: number;
 
   constructor(report: RecoveryReport, options: RecoverOptions, storePath: string, dir: string, pass: PassSink) {
     this.#report = report;
@@ -58,6 +84,15 @@ export class Batches {
     this.#storePath = storePath;
     this.#dir = dir;
     this.#pass = pass;
+    const retry = options.checkpointRetryMs;
+    this.#retryMs = DEFAULT_CHECKPOINT_RETRY_MS;
+    if (retry !== undefined) {
+      if (typeof retry === 'number' && Number.isFinite(retry) && retry >= 0) this.#retryMs = retry;
+      else {
+        const used = String(DEFAULT_CHECKPOINT_RETRY_MS);
+        pass.error(dir, 'EINVALID_OPTION', `checkpointRetryMs must be a finite number >= 0, got ${describeValue(retry)}; used ${used}`, 'pass milliseconds (0 turns the retry off), or omit it.');
+      }
+    }
   }
 
   /** Files queued, and the payload text they hold (UTF-16 code units). */
@@ -162,32 +197,29 @@ export class Batches {
   /**
    * Removes the committed files once the store confirms its commits are in its main database file, not only
    * in its write-ahead log (`checkpoint()`): a WAL that is deleted or lost afterwards cannot take a recovered
-   * message with it, since its file is still here. A checkpoint another connection keeps from completing
-   * leaves the files for the next batch's checkpoint; at the end of the pass (`final`) they are kept.
+   * message with it, since its file is still here. The checkpoint never waits on other connections: one that
+   * another process's read snapshot holds off leaves the files for the next batch's checkpoint. At the end of
+   * the pass (`final`) it is retried for a bounded time ({@link checkpointRetryBound}); what is still not
+   * checkpointed then is kept (`checkpoint-pending`) for the next pass, which removes it without inserting it.
    */
   settleRemovals(final: boolean): void {
     const awaiting = this.#awaiting;
     if (awaiting.length === 0) return;
-    const store = this.#options.store;
-    let complete = true;
-    let detail = '';
-    if (typeof store.checkpoint === 'function' && this.storeFailure === undefined) {
-      try {
-        const cp = store.checkpoint();
-        complete = cp.complete;
-        if (!complete) detail = `the checkpoint of ${this.#storePath} did not complete${cp.busy === true ? ' (another connection held it off)' : ''}`;
-      } catch (err) {
-        this.storeFailed(err);
+    let detail = this.#checkpoint();
+    if (detail !== undefined && final && this.storeFailure === undefined) {
+      const deadline = performance.now() + checkpointRetryBound(this.#retryMs, performance.now() - this.#started);
+      while (detail !== undefined && performance.now() < deadline) {
+        sleepMs(Math.min(CHECKPOINT_RETRY_INTERVAL_MS, Math.max(1, deadline - performance.now())));
+        detail = this.#checkpoint();
       }
     }
     if (this.storeFailure !== undefined) {
-      complete = false;
       detail = `committed, but the store failed before the commit could be checkpointed (${this.storeFailure.code})`;
     }
-    if (!complete) {
+    if (detail !== undefined) {
       if (!final && this.storeFailure === undefined) return; // the next batch's checkpoint may complete
       this.#awaiting = [];
-      for (const a of awaiting) this.#pass.keep(a.path, 'not-checkpointed', detail);
+      for (const a of awaiting) this.#pass.keep(a.path, 'checkpoint-pending', detail);
       return;
     }
     this.#awaiting = [];
@@ -203,10 +235,35 @@ export class Batches {
   }
 
   /**
+   * One non-blocking checkpoint of the store: undefined when it completed (or the store has none), else why
+   * not, in words. A failure of the store is recorded (`storeFailed`).
+   */
+  #checkpoint(): string | undefined {
+    const store = this.#options.store;
+    if (typeof store.checkpoint !== 'function' || this.storeFailure !== undefined) return undefined;
+    try {
+      const cp = store.checkpoint();
+      if (cp.complete) return undefined;
+      const db = this.#storePath;
+      if (cp.busy === true) return `the checkpoint of ${db} did not complete (another connection was checkpointing it)`;
+      const { walFrames, checkpointed } = cp;
+      if (typeof walFrames === 'number' && typeof checkpointed === 'number' && walFrames >= 0 && checkpointed >= 0 && checkpointed < walFrames) {
+        return `${String(checkpointed)} of ${String(walFrames)} WAL frame(s) of ${db} are in its main file: another connection's read snapshot held the checkpoint off`;
+      }
+      return `the checkpoint of ${db} did not complete`;
+    } catch (err) {
+      this.storeFailed(err);
+      return undefined;
+    }
+  }
+
+  /**
    * Removes a file whose receipt is committed and checkpointed. A refusal keeps the file (`not-removed`); the
    * next pass removes it without inserting it again.
    */
   #remove(p: string): boolean {
+    // A batch member has no file of its own: its batch is removed once every member is settled (recover-batch.ts).
+    if (isMemberPath(p)) return true;
     try {
       fs.unlinkSync(sys(p));
       return true;
@@ -224,6 +281,10 @@ export class Batches {
 
   /** Renames a file whose rows the store rejected to `<name>.bad` (never over an existing file). */
   #quarantine(p: string, reason: string): void {
+    if (isMemberPath(p)) {
+      this.#pass.rejectedMember(p, reason);
+      return;
+    }
     let badPath = `${p}.bad`;
     if (fs.existsSync(sys(badPath))) badPath = `${p}.${Date.now().toString(36)}.bad`;
     try {

@@ -25,9 +25,16 @@ export function logRecoverySummary(ctx: SummaryContext): void {
     const storeKept = r.kept.filter((k) => k.reason === 'store-error').length;
     const f = ctx.storeFailure;
     if (f !== undefined) {
+      // What this pass committed before the store failed stays committed: said first, so the line never reads
+      // as if nothing was written.
+      const committed = r.inserted.length;
+      const what =
+        committed === 0
+          ? `kept ${count(storeKept)} file(s)`
+          : `${count(committed)} file(s) committed, then the store failed${storeKept > 0 ? `; kept ${count(storeKept)} file(s)` : ''}`;
       log.error(
-        `pending-message recovery: kept ${count(storeKept)} file(s): ${f.code} at ${f.path} (uid ${String(euid())}): ${f.message} — fix: ${f.hint}`,
-        { path: f.path, code: f.code, uid: euid(), kept: storeKept },
+        `pending-message recovery: ${what}: ${f.code} at ${f.path} (uid ${String(euid())}): ${f.message} — fix: ${f.hint}`,
+        { path: f.path, code: f.code, uid: euid(), kept: storeKept, committed },
       );
     }
     const byReason = new Map<KeptReason, { n: number; first: { path: string; detail: string } }>();
@@ -40,7 +47,7 @@ export function logRecoverySummary(ctx: SummaryContext): void {
       else g.n++;
     }
     for (const [reason, g] of byReason) {
-      const note = reason === 'not-checkpointed' ? ' (committed; the next pass removes them without inserting them again)' : '';
+      const note = reason === 'checkpoint-pending' ? ': committed; the next pass removes them without inserting them again' : '';
       log.warn(`pending-message recovery: kept ${count(g.n)} file(s) (${reason})${note}; the first, ${path.basename(g.first.path)}: ${g.first.detail}`, {
         path: g.first.path,
         reason,
@@ -49,7 +56,7 @@ export function logRecoverySummary(ctx: SummaryContext): void {
     }
     for (const g of groupByCode(ctx.unremoved)) {
       log.error(
-        `pending-message recovery: kept ${count(g.n)} recovered file(s) (not-removed): ${g.code} at ${g.where} (uid ${String(euid())}) — ` +
+        `pending-message recovery: could not remove ${count(g.n)} recovered file(s) (not-removed): ${g.code} at ${g.where} (uid ${String(euid())}) — ` +
           `fix: ${g.first.hint} Their receipts are committed: the next pass removes them without inserting them again.`,
         { path: g.where, code: g.code, uid: euid(), kept: g.n },
       );
@@ -62,8 +69,9 @@ export function logRecoverySummary(ctx: SummaryContext): void {
     }
     if (r.duplicates.length > 0) {
       const d = r.duplicates[0];
+      const fate = fateOf(r.duplicates, r.kept);
       log.warn(
-        `pending-message recovery: ${count(r.duplicates.length)} file(s) held a payload this pass delivered under another name (duplicate, delivered once, removed); ` +
+        `pending-message recovery: ${count(r.duplicates.length)} file(s) held a payload this pass delivered under another name (duplicate, delivered once, ${fate}); ` +
           `the first: ${path.basename(d?.path ?? '')} duplicates ${path.basename(d?.of ?? '')}`,
         { path: d?.path, duplicates: r.duplicates.length },
       );
@@ -83,8 +91,13 @@ export function logRecoverySummary(ctx: SummaryContext): void {
       log.info(`pending-message recovery: ${count(r.foreignOwner.length)} payload(s) of uid ${uids} left for that uid's own recovery`, { path: dir });
     }
     const adopted = r.salvage?.adopted.length ?? 0;
+    const fromBatches = r.batches.reduce((n, b) => n + b.inserted, 0);
+    const notes = [
+      ...(adopted > 0 ? [`${count(adopted)} adopted from temp files`] : []),
+      ...(r.batches.length > 0 ? [`${count(fromBatches)} from ${count(r.batches.length)} batch file(s), ${count(r.batches.filter((b) => b.removed).length)} removed`] : []),
+    ];
     const line =
-      `pending-message recovery: ${count(r.inserted.length)} inserted${adopted > 0 ? ` (${count(adopted)} adopted from temp files)` : ''}, ` +
+      `pending-message recovery: ${count(r.inserted.length)} inserted${notes.length > 0 ? ` (${notes.join('; ')})` : ''}, ` +
       `${count(r.alreadyCommitted.length)} already committed, ${count(r.kept.length)} kept, ${count(r.bad.length)} bad, ` +
       `${count(r.snapshots.length)} snapshot(s), ${count(r.foreignOwner.length)} foreign, ${count(r.errors.length)} error(s)`;
     const unusual =
@@ -94,6 +107,27 @@ export function logRecoverySummary(ctx: SummaryContext): void {
   } catch {
     // a throwing logger changes nothing about the pass
   }
+}
+
+/**
+ * What became of committed files, in words: `removed` when every one is gone, else how many were removed, how
+ * many could not be (`not-removed`) and how many wait for a checkpoint (`checkpoint-pending`).
+ */
+export function fateOf(entries: readonly { readonly path: string; readonly removed: boolean }[], kept: RecoveryReport['kept']): string {
+  const gone = entries.filter((e) => e.removed).length;
+  if (gone === entries.length) return 'removed';
+  const reasons = new Map(kept.map((k) => [k.path, k.reason]));
+  let refused = 0;
+  let pending = 0;
+  for (const e of entries) {
+    if (e.removed) continue;
+    if (reasons.get(e.path) === 'checkpoint-pending') pending++;
+    else refused++;
+  }
+  const parts = [`${count(gone)} removed`];
+  if (refused > 0) parts.push(`could not remove ${count(refused)}`);
+  if (pending > 0) parts.push(`${count(pending)} kept until a checkpoint (checkpoint-pending)`);
+  return parts.join(', ');
 }
 
 /** Problems grouped by code: count, the common path, the first of them. */

@@ -56,10 +56,12 @@ export interface SessionStore {
   /**
    * Optional, and what recovery relies on before it removes a committed file: makes every committed
    * transaction durable in the store's main storage (SQLite: a WAL checkpoint into the database file), and
-   * says whether that completed. A store without it must make `commitRecovered` itself durable in its main
-   * storage before returning. Throws only when the store itself fails.
+   * says whether that completed. It must not wait on other connections (recovery calls it after every batch
+   * and retries it, bounded, at the end of the pass). A store without it must make `commitRecovered` itself
+   * durable in its main storage before returning. Throws only when the store itself fails. `walFrames` and
+   * `checkpointed`, when given, say how much of the log is in the main storage (named in the kept files' detail).
    */
-  checkpoint?(): { readonly complete: boolean; readonly busy?: boolean };
+  checkpoint?(): { readonly complete: boolean; readonly busy?: boolean; readonly walFrames?: number; readonly checkpointed?: number };
   /** Optional: the store's file, named in error lines (`SQLITE_READONLY at /home/…/state.db`). */
   readonly path?: string;
 }

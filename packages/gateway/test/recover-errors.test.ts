@@ -104,7 +104,7 @@ describeNeeds(['root'], 'recovery as another uid: real permission failures', () 
     expect(report.errors.map((e) => e.code)).toEqual(['EACCES', 'EACCES', 'EACCES']);
     const out = lines(r.stderr);
     expect(out).toHaveLength(2);
-    expect(out[0]).toContain(`pending-message recovery: kept 3 recovered file(s) (not-removed): EACCES at ${spoolDir(home)} (uid 65534) — fix: `);
+    expect(out[0]).toContain(`pending-message recovery: could not remove 3 recovered file(s) (not-removed): EACCES at ${spoolDir(home)} (uid 65534) — fix: `);
     expect(out[0]).toContain('the next pass removes them without inserting them again');
     expect(out[1]).toContain('pending-message recovery: 3 inserted, 0 already committed, 3 kept');
 

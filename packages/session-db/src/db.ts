@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { databaseError, SessionDbError } from './errors.js';
+import { databaseError, type IntegrityVerdict, integrityCheck, SessionDbError } from './errors.js';
 import { INSERT_MESSAGE_SQL, insertMessage, type MessageRow, type NormalisedMessage, normaliseMessage } from './messages.js';
 import { commitBatch, type BatchConnection, ReplayWithSavepoints } from './recovery-batch.js';
 import {
@@ -88,6 +88,9 @@ export class SessionDb {
     return s;
   }
 
+  /** An integrity_check of this connection's database: whether an error SQLite calls corruption is damage. */
+  readonly #integrity = (): IntegrityVerdict => integrityCheck(() => this.#db.pragma('integrity_check(1)'));
+
   #writable(): void {
     if (this.#closed) throw new SessionDbError({ code: 'ECLOSED', path: this.path, message: `${this.path} is closed` });
     if (this.readonly) {
@@ -125,7 +128,7 @@ export class SessionDb {
       if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw new SessionDbError({ code: 'ESESSION_EXISTS', path: this.path, message: `session ${id} already exists`, cause: err });
       }
-      throw databaseError(err, this.path, `creating session ${id} in ${this.path} failed`);
+      throw databaseError(err, this.path, `creating session ${id} in ${this.path} failed`, this.#integrity);
     }
     return id;
   }
@@ -138,7 +141,7 @@ export class SessionDb {
     try {
       return this.#stmt('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?').run(endedAtValue, reasonValue, id).changes > 0;
     } catch (err) {
-      throw databaseError(err, this.path, `ending session ${id} in ${this.path} failed`);
+      throw databaseError(err, this.path, `ending session ${id} in ${this.path} failed`, this.#integrity);
     }
   }
 
@@ -198,7 +201,7 @@ export class SessionDb {
         })
         .immediate();
     } catch (err) {
-      throw databaseError(err, this.path, `appending a message to session ${m.sessionId} in ${this.path} failed`);
+      throw databaseError(err, this.path, `appending a message to session ${m.sessionId} in ${this.path} failed`, this.#integrity);
     }
   }
 
@@ -318,28 +321,29 @@ export class SessionDb {
       }
       return this.#db.transaction(() => commitBatch(this.#batch, entries, insertedAt, true)).immediate();
     } catch (err) {
-      throw databaseError(err, this.path, `committing ${String(entries.length)} recovered spool file(s) to ${this.path} failed`);
+      throw databaseError(err, this.path, `committing ${String(entries.length)} recovered spool file(s) to ${this.path} failed`, this.#integrity);
     }
   }
 
   /**
-   * Makes every committed transaction durable in the main database file, not only in the WAL:
-   * `PRAGMA wal_checkpoint(TRUNCATE)` copies the WAL's frames into `state.db`, fsyncs it (`synchronous =
-   * FULL`) and truncates the WAL. Recovery calls it after each batch's commit and before it removes the batch's
-   * spool files, so a WAL that is lost afterwards (deleted by a tool, or a crash after someone removed it)
-   * cannot take recovered messages with it. `complete` is false when another connection kept the checkpoint
-   * from copying every frame (a reader on an old snapshot, a writer holding the lock past the busy timeout);
-   * the caller must then keep the files (their receipts make the next pass remove them without inserting
-   * anything). A database not in WAL mode has nothing to checkpoint: complete. Throws a SessionDbError for a
-   * failure of the database itself.
+   * Copies what it can of the WAL into the main database file without ever waiting: `PRAGMA
+   * wal_checkpoint(PASSIVE)` never calls the busy handler, so another process's read snapshot (a backup, the
+   * sqlite3 shell) or a checkpoint running elsewhere cannot stall the caller. When every frame of the WAL is
+   * in the main file, that file was fsynced after the copy (`synchronous = FULL`; SQLite syncs the database
+   * file once a checkpoint has copied every frame), so `complete: true` means every committed transaction is
+   * durable in `state.db` itself and a lost WAL can no longer take it away. `complete` is false when frames
+   * are left (`checkpointed < walFrames`: a reader's snapshot keeps them from being copied) or another
+   * connection was checkpointing (`busy`); the caller keeps what depends on them and tries again later.
+   * A database not in WAL mode has nothing to checkpoint: complete. Throws a SessionDbError for a failure of
+   * the database itself.
    */
   checkpoint(): { readonly complete: boolean; readonly busy: boolean; readonly walFrames: number; readonly checkpointed: number } {
     this.#writable();
     let row: { busy: number; log: number; checkpointed: number } | undefined;
     try {
-      row = (this.#db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[])[0];
+      row = (this.#db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[])[0];
     } catch (err) {
-      throw databaseError(err, this.path, `checkpoint of ${this.path} failed`);
+      throw databaseError(err, this.path, `checkpoint of ${this.path} failed`, this.#integrity);
     }
     const busy = (row?.busy ?? 0) !== 0;
     const log = row?.log ?? -1;

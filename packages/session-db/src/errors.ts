@@ -21,6 +21,11 @@ export type SessionDbCode =
   | 'EINVALID_ROW'
   /** The handle was closed. */
   | 'ECLOSED'
+  /**
+   * SQLite reported a full disk or an I/O error (`SQLITE_FULL`, `SQLITE_IOERR_*`) and the filesystem holding
+   * the database has (almost) no space left: the real cause. The SQLite code is kept in `sqliteCode`.
+   */
+  | 'ENOSPC'
   /** A failure of the database itself (open, write, checkpoint): SQLite's extended result code. */
   | `SQLITE_${string}`;
 
@@ -31,6 +36,8 @@ export interface SessionDbErrorInit {
   path?: string;
   /** The fix, in one line; derived from the code when omitted. */
   hint?: string;
+  /** The SQLite result code when `code` names another cause (`ENOSPC`). */
+  sqliteCode?: string;
   cause?: unknown;
 }
 
@@ -67,13 +74,14 @@ export function sqliteHint(code: string, file: string | undefined, uid: number =
     case 'SQLITE_BUSY':
     case 'SQLITE_LOCKED':
       return `another process held the write lock of ${db} longer than the busy timeout; retry, and if it persists find the process that keeps ${db} locked.`;
+    case 'ENOSPC':
     case 'SQLITE_FULL':
-      return `the filesystem holding ${db} is full (or over quota); free space and retry. Nothing of the failed transaction was written.`;
+      return `the filesystem holding ${db} is full (or over quota): free space there (\`df ${path.dirname(db)}\`) and retry. The statement that failed was rolled back; what was committed before it stays committed.`;
     case 'SQLITE_IOERR':
-      return `the disk or filesystem holding ${db} reported an I/O error; check the device (dmesg) and retry.`;
+      return `the disk or filesystem holding ${db} reported an I/O error; check the device (dmesg) and its free space, and retry.`;
     case 'SQLITE_CORRUPT':
     case 'SQLITE_NOTADB':
-      return `${db} is damaged; nothing was changed. Keep the spool (pending_messages/) and restore or repair ${db} (e.g. \`sqlite3 ${db} .recover\`).`;
+      return `SQLite reported ${code} for ${db}; nothing was changed. Keep the spool (pending_messages/) and run \`sqlite3 ${db} 'PRAGMA integrity_check'\`: only when it reports errors is ${db} damaged (then restore or repair it, e.g. \`sqlite3 ${db} .recover\`).`;
     case 'ESCHEMA_NEWER':
       return `upgrade @hermes/session-db; ${db} was left unchanged.`;
     case 'EREADONLY':
@@ -104,10 +112,13 @@ export class SessionDbError extends Error {
   readonly uid: number;
   readonly gid: number;
   readonly hint: string;
+  /** The SQLite result code when `code` names the real cause instead (`ENOSPC`). */
+  readonly sqliteCode: string | undefined;
 
   constructor(init: SessionDbErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.code = init.code;
+    this.sqliteCode = init.sqliteCode;
     this.path = init.path;
     this.uid = euid();
     this.gid = egid();
@@ -144,16 +155,91 @@ function fileFacts(file: string): string {
   }
 }
 
+/** Below this many available bytes, a filesystem is full for SQLite (a WAL frame, a 32 KiB -shm chunk). */
+export const FULL_BELOW_BYTES = 64 * 1024;
+
+/**
+ * The space left to this uid on the filesystem holding `file` (`statfs` of its directory), or undefined when
+ * it cannot be measured.
+ */
+function availableBytes(file: string): number | undefined {
+  try {
+    const st = fs.statfsSync(path.dirname(file));
+    return st.bavail * st.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `PRAGMA integrity_check` found: `ok`, the first problem it names, or why it could not run. */
+export type IntegrityVerdict = { readonly ok: true } | { readonly ok: false; readonly problem: string } | { readonly ok: undefined; readonly why: string };
+
+/**
+ * Runs `PRAGMA integrity_check(1)` on an open connection: whether a database SQLite called corrupt is damaged.
+ * Never throws.
+ */
+export function integrityCheck(run: () => unknown): IntegrityVerdict {
+  try {
+    const rows = run() as { integrity_check?: unknown }[];
+    const first = rows[0]?.integrity_check;
+    if (rows.length === 1 && first === 'ok') return { ok: true };
+    return { ok: false, problem: typeof first === 'string' ? first : JSON.stringify(rows[0]) };
+  } catch (err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return { ok: undefined, why: `${typeof code === 'string' ? `${code}: ` : ''}${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
 /**
  * A database failure (an error that is not one bad row) as a {@link SessionDbError} that keeps SQLite's code
  * and names the database file, the uid and the fix. A SessionDbError, a row rejection and anything without a
- * `SQLITE_*` code are returned unchanged.
+ * `SQLITE_*` code are returned unchanged. The code names the real cause where SQLite's does not:
+ * - `SQLITE_FULL` or `SQLITE_IOERR_*` while the filesystem holding the file has less than 64 KiB available is
+ *   `ENOSPC` (SQLite's code in `sqliteCode` and the message), whatever part of SQLite ran out (a `-shm` that
+ *   could not grow says `SQLITE_IOERR_SHMSIZE`);
+ * - `SQLITE_CORRUPT`/`SQLITE_NOTADB` say the file is damaged only when `integrity` (an `integrity_check` of it)
+ *   found a problem; when the check passes, they say so.
  */
-export function databaseError(err: unknown, file: string, what: string): unknown {
+export function databaseError(err: unknown, file: string, what: string, integrity?: () => IntegrityVerdict): unknown {
   if (err instanceof SessionDbError || isRowRejection(err)) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return err;
   let detail = err instanceof Error ? err.message : String(err);
   if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code)) detail += fileFacts(file);
+  if (/^SQLITE_(FULL|IOERR)/.test(code)) {
+    const avail = availableBytes(file);
+    if (avail !== undefined && avail < FULL_BELOW_BYTES) {
+      return new SessionDbError({
+        code: 'ENOSPC',
+        sqliteCode: code,
+        path: file,
+        message: `${what}: the filesystem holding ${path.basename(file)} is full (${String(avail)} bytes available); SQLite reported ${code}: ${detail}`,
+        cause: err,
+      });
+    }
+  }
+  if (/^SQLITE_(CORRUPT|NOTADB)/.test(code) && integrity !== undefined) {
+    const v = integrity();
+    const db = file;
+    if (v.ok === true) {
+      return new SessionDbError({
+        code: code as SessionDbCode,
+        path: file,
+        message: `${what}: ${detail}; PRAGMA integrity_check passes, so ${path.basename(file)} is not damaged`,
+        hint: `SQLite reported ${code} for ${db} while its integrity_check passes: nothing was changed; retry, and if it persists check the disk (dmesg) and whether another program rewrote ${db}, its -wal or -shm. Keep the spool (pending_messages/).`,
+        cause: err,
+      });
+    }
+    if (v.ok === false) {
+      return new SessionDbError({
+        code: code as SessionDbCode,
+        path: file,
+        message: `${what}: ${detail}; PRAGMA integrity_check fails (${v.problem}): ${path.basename(file)} is damaged`,
+        hint: `${db} is damaged; nothing was changed. Keep the spool (pending_messages/) and restore or repair ${db} (e.g. \`sqlite3 ${db} .recover\`).`,
+        cause: err,
+      });
+    }
+    detail += `; PRAGMA integrity_check could not run (${v.why})`;
+  }
   return new SessionDbError({ code: code as SessionDbCode, path: file, message: `${what}: ${detail}`, cause: err });
 }

@@ -17,7 +17,7 @@ export {
   type SessionRow,
   type SessionSummary,
 } from './types.js';
-export { SessionDbError, databaseError, isRowRejection, sqliteHint, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
+export { SessionDbError, databaseError, integrityCheck, isRowRejection, sqliteHint, type IntegrityVerdict, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
 export {
   MESSAGE_COLUMNS,
   MIGRATIONS,

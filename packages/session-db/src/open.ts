@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { ensureFileSync, holdDatabaseFileSync, loadEnvironment, type HeldDatabaseFile } from '@hermes/fs-policy';
 import { SessionDb } from './db.js';
-import { databaseError } from './errors.js';
+import { databaseError, integrityCheck } from './errors.js';
 import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
 
@@ -69,12 +69,13 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
         held.close();
       });
     } catch (err) {
+      const failure = databaseError(err, file, `cannot prepare ${file}`, () => integrityCheck(() => db.pragma('integrity_check(1)')));
       try {
         db.close();
       } finally {
         held.close();
       }
-      throw databaseError(err, file, `cannot prepare ${file}`);
+      throw failure;
     }
   });
 }
