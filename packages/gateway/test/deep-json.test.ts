@@ -34,20 +34,21 @@ describe('bounded parsing', () => {
     expect(parseJsonTolerant(JSON.stringify({ text: '['.repeat(5000) }))).toEqual({ text: '['.repeat(5000) });
   });
 
-  it('listing and recovery keep working: the deep file is one unparseable entry that says why, the others are delivered', () => {
+  it('listing and recovery keep working: the deep file is one too-deep entry that says why, the others are delivered', () => {
     const home = path.join(tempDir(), 'home');
     writeSpoolFile(home, `pending-${'0'.repeat(31)}1.json`, JSON.stringify({ session_key: KEY, reason: 'shutdown', ts: 1700000001, seq: 0, data: { text: 'still here', session_id: 's-deep' } }));
     writeSpoolFile(home, `pending-${'0'.repeat(31)}2.json`, `{"session_key":"${KEY}","ts":1700000002,"data":${nested('NaN')}}`);
     const entries = listSpool({ home });
     console.log(`deep json: ${String(entries.length)} entries listed, problems ${JSON.stringify(entries.map((e) => e.problem ?? null))}`);
-    expect(entries.map((e) => e.problem ?? null)).toEqual(['unparseable', null]);
+    expect(entries.map((e) => e.problem ?? null)).toEqual(['too-deep', null]);
+    expect(entries[0]?.detail).toMatch(/^nested deeper than 512 levels at position \d+$/);
 
     const db = openSessionDb({ home });
     db.createSession({ id: 's-deep', source: 'telegram', sessionKey: KEY, startedAt: 1700000000 });
     const report = recoverPending({ home, store: db, logger: memoryLogger() });
     expect(db.exportSession('s-deep')?.messages.map((m) => m.content)).toEqual(['still here']);
     db.close();
-    expect(report.kept.map((k) => k.reason)).toEqual(['unparseable']);
+    expect(report.kept.map((k) => k.reason)).toEqual(['too-deep']);
     expect(report.kept[0]?.detail).toContain('nested deeper than 512 levels');
   });
 });

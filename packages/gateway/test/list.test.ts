@@ -48,7 +48,8 @@ describe('listSpool', () => {
 
     const entries = listSpool({ home });
     expect(entries.map((e) => [e.name, e.kind, e.ts, e.seq])).toEqual([
-      // ts unknown sorts first (as 0), then (ts, seq, name).
+      // ts unknown sorts first (as 0), then (ts, seq, name); the temp a writer left cut short is listed too.
+      ['.pending-00000000000000000000000000000009.json.4194305.abcdefabcdef.tmp', 'partial', null, null],
       [hexName(5), 'unknown', null, null],
       [hexName(6), 'unknown', null, null],
       [hexName(8), 'unknown', null, null],
@@ -78,13 +79,22 @@ describe('listSpool', () => {
       hasSessionKey: true,
       hasSessionId: false,
       messages: null,
+      members: null,
+      target: null,
       problem: null,
       error: null,
+      detail: null,
     });
     expect(byName.get(hexName(2))).toMatchObject({ hasSessionKey: true, hasSessionId: true, reason: 'adapter_shutdown' });
     expect(byName.get(hexName(4))).toMatchObject({ kind: 'agent-history', payloadKind: 'agent_history', messages: 3, hasSessionKey: false, hasSessionId: true });
     expect(byName.get(`${hexName(7)}.bad`)).toMatchObject({ id: '00000000000000000000000000000007', kind: 'bad', payloadKind: 'transcript_cap_drop', mtime: old.getTime() });
     expect(byName.get(hexName(5))).toMatchObject({ problem: 'unparseable', payloadKind: null });
+    expect(byName.get('.pending-00000000000000000000000000000009.json.4194305.abcdefabcdef.tmp')).toMatchObject({
+      kind: 'partial',
+      problem: null,
+      target: hexName(9),
+      detail: 'incomplete: not complete JSON (unterminated string at position 5)',
+    });
     expect(byName.get(hexName(6))).toMatchObject({ problem: 'not-an-object' });
     expect(byName.get(hexName(8))).toMatchObject({ problem: 'not-a-regular-file', fileType: 'symlink' });
     expect(byName.get('legacy_session.json')?.id).toBe('legacy_session');

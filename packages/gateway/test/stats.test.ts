@@ -91,14 +91,18 @@ describe('prune (explicit, dry-run by default)', () => {
     expect(names(spoolDir(home))).toEqual(before);
   });
 
-  it('a real run deletes only what matched; recoverable payloads are never touched', () => {
+  it('a real run salvages first, then deletes only what matched; recoverable payloads are never touched', () => {
     const home = setup();
-    const report = prune({ home, olderThanDays: 30, dryRun: false, include: ['bad', 'snapshots', 'temp'], now: NOW_MS, logger: memoryLogger() });
+    const report = prune({ home, olderThanDays: 30, dryRun: false, include: ['bad', 'snapshots', 'partial', 'temp'], now: NOW_MS, logger: memoryLogger() });
+    // The temp cut short was moved aside as .partial by the salvage, and the .partial file (45 days) went with the retention.
+    expect(report.salvage?.partial.map((p) => path.basename(p.partialPath))).toEqual(['pending-00000000000000000000000000000009.json.4194305.abcdefabcdef.tmp.partial']);
     expect(report.removed.map((p) => path.basename(p))).toEqual([
-      '.pending-00000000000000000000000000000009.json.4194305.abcdefabcdef.tmp',
       'pending-00000000000000000000000000000004.json',
       'pending-00000000000000000000000000000007.json.bad',
+      'pending-00000000000000000000000000000009.json.4194305.abcdefabcdef.tmp.partial',
     ]);
+    expect(report.salvaged).toEqual([]);
+    expect(report.kept).toEqual([]);
     expect(names(spoolDir(home))).toEqual([
       'pending-00000000000000000000000000000001.json',
       'pending-00000000000000000000000000000002.json',

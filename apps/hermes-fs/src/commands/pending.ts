@@ -13,8 +13,10 @@ function registerList(pending: Command): void {
     .command('list')
     .description(
       'Lists the spool in recovery order (ts, seq, name): the newest --limit files (default 50) in a table, and totals ' +
-        'for all of them: payloads to deliver, agent-history snapshots, .bad files (rows state.db rejected), other ' +
-        'uids\' files, unreadable ones, and symlinks, FIFOs and directories named like payloads (never opened). ' +
+        'for all of them: payloads to deliver, complete payloads a killed writer left under temp names (recovery ' +
+        'adopts them), partial writes, batch files, agent-history snapshots, .bad files (rows state.db rejected), other ' +
+        'uids\' files, unreadable ones (a file nested too deeply is its own too-deep row), and symlinks, FIFOs and ' +
+        'directories named like payloads (never opened). ' +
         'Message text, keys and names are shown with control characters escaped. --json streams every entry ' +
         '(directory order; with --limit N the newest N in recovery order) with the same names as @hermes/gateway listSpool.',
     )
@@ -104,10 +106,12 @@ function registerPrune(pending: Command): void {
   const cmd = pending
     .command('prune')
     .description(
-      'Shows — and with --yes deletes — .bad files, agent-history snapshots and stale temp files older than a number of ' +
-        'days (default: gateway.pending.bad_retention_days / snapshot_retention_days from config.yaml, else 30). ' +
-        'Without --yes nothing is deleted (the same default as @hermes/gateway prune). Payloads recovery can still ' +
-        'deliver are never pruned; every file is listed.',
+      'Shows — and with --yes deletes — .bad files, agent-history snapshots, .partial files and stale temp files ' +
+        'that hold no message, older than a number of days (default: gateway.pending.bad_retention_days / ' +
+        'snapshot_retention_days from config.yaml, else 30). Without --yes nothing changes (the same default as ' +
+        '@hermes/gateway prune). Payloads recovery can still deliver are never pruned, under any name: --yes first ' +
+        'adopts the complete payloads killed writers left under temp names, as recovery does, and keeps any temp ' +
+        'that holds a complete message; every file adopted, kept or deleted is listed.',
     )
     .addOption(
       new Option('--older-than <days>', 'only files older than this many days (0: all of them)').argParser((v: string) => {
@@ -120,8 +124,8 @@ function registerPrune(pending: Command): void {
     .option('--dry-run', 'list what would be deleted; delete nothing (the default)', false);
   actsAs(cmd, 'owner');
   examples(cmd, [
-    ['hermes-fs pending prune', 'what the retention settings would delete (nothing is deleted)'],
-    ['hermes-fs pending prune --older-than 7 --yes', 'delete .bad files and snapshots older than a week'],
+    ['hermes-fs pending prune', 'what the retention settings would delete and adopt (nothing changes)'],
+    ['hermes-fs pending prune --older-than 7 --yes', 'adopt complete temp payloads, then delete .bad, .partial files and snapshots older than a week'],
   ]);
   cmd.action((opts: { olderThan?: number; yes: boolean; dryRun: boolean }) =>
     runAction(cmd, { command: 'pending prune', home: true, actor: 'owner' }, async (ctx) => {

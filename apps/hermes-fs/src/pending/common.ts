@@ -1,6 +1,8 @@
 /** What the pending commands share: finding a spool file by id, JSON of an entry, the spool's totals. */
 import * as path from 'node:path';
 import {
+  SPOOL_ENTRY_KINDS,
+  SPOOL_ENTRY_PROBLEMS,
   scanSpool,
   spoolEntryTime,
   spoolFileId,
@@ -85,14 +87,28 @@ export function findSpoolFile(home: string, ref: string): SpoolEntryWithContent 
 
 const euid = typeof process.geteuid === 'function' ? process.geteuid() : -1;
 
+function zeroes<K extends string>(keys: readonly K[]): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+}
+
+/** A readable payload recovery replays (pending, overflow, cap-drop), under its final name or a temp name. */
+function deliverable(e: SpoolEntry): boolean {
+  const k = e.payloadKind;
+  return e.problem === null && (k === 'pending' || k === 'overflow' || k === 'transcript_cap_drop');
+}
+
 /** Counts over every spool file, whatever is shown: kinds and problems by the gateway's names, sizes, times. */
 export class SpoolTotals {
   files = 0;
   bytes = 0;
-  readonly kinds: Record<SpoolEntryKind, number> = { pending: 0, overflow: 0, 'cap-drop': 0, 'agent-history': 0, bad: 0, unknown: 0 };
-  readonly problems: Record<SpoolEntryProblem, number> = { foreign: 0, unreadable: 0, unparseable: 0, 'not-an-object': 0, 'not-a-regular-file': 0 };
-  /** Readable payloads recovery can replay (pending, overflow, cap-drop). */
+  readonly kinds: Record<SpoolEntryKind, number> = zeroes(SPOOL_ENTRY_KINDS);
+  readonly problems: Record<SpoolEntryProblem, number> = zeroes(SPOOL_ENTRY_PROBLEMS);
+  /** Readable payloads recovery can replay (pending, overflow, cap-drop) under their final names. */
   toDeliver = 0;
+  /** Of them under temp names: complete payloads a killed writer left, which recovery's salvage adopts. */
+  toAdopt = 0;
+  /** Payloads held by valid batch files (a complete batch under a temp name included). */
+  batchMembers = 0;
   /** Owners other than this uid. */
   readonly otherUids = new Set<number>();
   /** Oldest / newest entry time (epoch ms, see spoolEntryTime). */
@@ -104,7 +120,9 @@ export class SpoolTotals {
     this.bytes += e.size;
     this.kinds[e.kind]++;
     if (e.problem !== null) this.problems[e.problem]++;
+    else if (e.kind === 'temp' && deliverable(e)) this.toAdopt++;
     else if (e.kind === 'pending' || e.kind === 'overflow' || e.kind === 'cap-drop') this.toDeliver++;
+    if (e.problem === null && e.members !== null) this.batchMembers += e.members;
     if (e.uid !== euid) this.otherUids.add(e.uid);
     const t = spoolEntryTime(e);
     this.oldest = this.oldest === null ? t : Math.min(this.oldest, t);
@@ -116,6 +134,8 @@ export class SpoolTotals {
       files: this.files,
       bytes: this.bytes,
       toDeliver: this.toDeliver,
+      toAdopt: this.toAdopt,
+      batchMembers: this.batchMembers,
       kinds: this.kinds,
       problems: this.problems,
       otherUids: [...this.otherUids].sort((a, b) => a - b),

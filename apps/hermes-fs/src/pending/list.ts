@@ -180,10 +180,21 @@ function textOf(e: SpoolEntryWithContent): string {
       return `cannot read: ${e.error ?? 'error'}`;
     case 'unparseable':
       return 'not JSON (see pending show)';
+    case 'too-deep':
+      return 'nested too deeply to parse (see pending show)';
     case 'not-an-object':
       return 'JSON, not an object';
+    case 'invalid-batch':
+      return `not a valid batch: ${e.detail ?? 'see pending show'}`;
     case null:
       break;
+  }
+  if (e.kind === 'partial') return 'partial: incomplete, holds no complete message';
+  if (e.kind === 'batch') return `batch of ${plural(e.members ?? 0, 'payload')}`;
+  if (e.kind === 'temp') {
+    if (e.members !== null) return `batch of ${plural(e.members, 'payload')} under a temp name: would be adopted by recovery`;
+    if (e.payloadKind === 'unknown') return 'complete JSON, no payload: left in place';
+    return `would be adopted by recovery: ${e.content?.text ?? ''}`;
   }
   if (e.payloadKind === 'agent_history') return plural(e.messages ?? 0, 'message');
   return e.content?.text ?? (e.kind === 'bad' ? 'rejected by state.db (pending show)' : '');
@@ -191,7 +202,14 @@ function textOf(e: SpoolEntryWithContent): string {
 
 function row(e: SpoolEntryWithContent, now: number, c: ReturnType<typeof colorsFor>, withUid: boolean): Cell[] {
   const kind = kindLabel(e);
-  const paint = e.problem === 'foreign' ? c.dim : e.problem !== null || e.kind === 'bad' ? c.red : e.kind === 'agent-history' ? c.yellow : undefined;
+  const paint =
+    e.problem === 'foreign'
+      ? c.dim
+      : e.problem !== null || e.kind === 'bad' || e.kind === 'partial'
+        ? c.red
+        : e.kind === 'agent-history' || e.kind === 'temp'
+          ? c.yellow
+          : undefined;
   const cells: Cell[] = [
     { text: shortId(e) },
     paint === undefined ? { text: kind } : { text: kind, paint },
@@ -241,10 +259,20 @@ async function listText(ctx: RunContext, dir: string, exists: boolean, opts: Lis
     for (const l of wrapLine(what, width, '  ')) lines.push(c.dim(l));
   }
   const p = totals.problems;
-  const unreadable = p.unreadable + p.unparseable + p['not-an-object'];
+  const k = totals.kinds;
+  const unreadable = p.unreadable + p.unparseable + p['not-an-object'] + p['invalid-batch'];
+  // What killed writers and batch stops left is counted only when there is some (a spool holding it is not empty).
+  const leftovers = [
+    totals.toAdopt > 0 ? `${count(totals.toAdopt)} under temp names (recovery adopts them)` : '',
+    k.batch > 0 ? `${plural(k.batch, 'batch file')} (${plural(totals.batchMembers, 'payload')})` : '',
+    k.temp - totals.toAdopt > 0 ? plural(k.temp - totals.toAdopt, 'other complete temp file') : '',
+    k.partial > 0 ? `${count(k.partial)} partial (incomplete writes)` : '',
+    p['too-deep'] > 0 ? `${count(p['too-deep'])} too deep to parse` : '',
+  ].filter((x) => x !== '');
   const summary =
     `${plural(totals.files, 'file')} in ${termSafe(dir)}: ${count(totals.toDeliver)} to deliver, ` +
-    `${plural(totals.kinds['agent-history'], 'agent-history snapshot')}, ${count(totals.kinds.bad)} .bad, ` +
+    leftovers.map((x) => `${x}, `).join('') +
+    `${plural(k['agent-history'], 'agent-history snapshot')}, ${count(k.bad)} .bad, ` +
     `${count(p.foreign)} of other uids, ${count(unreadable)} unreadable or unparseable, ` +
     `${plural(p['not-a-regular-file'], 'non-regular file')}; ${formatBytes(totals.bytes)}` +
     (totals.oldest === null || totals.newest === null ? '' : `, oldest ${formatAge(now - totals.oldest)}, newest ${formatAge(now - totals.newest)}`);

@@ -52,6 +52,9 @@ export function showAction(ctx: RunContext, ref: string): ExitCode {
   if (entry.ts !== null) field('time', new Date(entry.ts * 1000).toISOString());
   if (entry.reason !== null) field('reason', entry.reason);
   field('stat', `${formatBytes(entry.size)}, mode ${octal(entry.mode)}, uid ${entry.uid}, modified ${new Date(entry.mtime).toISOString()}`);
+  if (entry.target !== null) field('target', entry.target);
+  if (entry.members !== null) field('members', String(entry.members));
+  if (entry.detail !== null) field('detail', entry.detail);
   if (entry.problem === 'foreign') {
     println(`uid ${entry.uid} owns this payload (mode ${octal(entry.mode)}); only that uid (or root) can read and recover it`);
     return EXIT.ok;
