@@ -4,26 +4,33 @@
  * blocks on a shared flag; the worker writes them with the async primitive, many at once (their fsyncs
  * overlap), and reports each outcome in shared memory.
  *
- * Shared memory: `status[0]` 0 → 2 (started) → 1 (done); `status[1 + i]` 1 written / 2 failed; `modes[i]` the
- * written file's mode; `details` a 4-byte length then the JSON of the failures `{ [i]: FailureFields }`.
+ * Shared memory: `status[0]` 0 → 2 (started) → 1 (done: every write it started has settled); `status[1 + i]` 3
+ * started / 1 written / 2 failed; `modes[i]` the written file's mode; `control[0]` set to 1 by the main thread:
+ * start no further write (the rest goes into a batch file); `control[1]` the count of settled writes (the main
+ * thread's rate estimate); `details` a 4-byte length then the JSON of the failures `{ [i]: FailureFields }`.
  */
 import { workerData } from 'node:worker_threads';
 import { atomicWrite, FsPolicyError, type HermesEnvironment } from '@hermes/fs-policy';
 
 interface DrainWorkerData {
-  readonly items: readonly { readonly path: string; readonly data: Uint8Array }[];
+  /** The target of each payload; its bytes are `blob[offsets[i], offsets[i + 1])` (shared, not copied). */
+  readonly paths: readonly string[];
+  readonly blob: SharedArrayBuffer;
+  readonly offsets: Float64Array;
   readonly env: HermesEnvironment;
   /** The held spool's descriptor path (the write's root: nothing is resolved above it). */
   readonly root: string | undefined;
   readonly concurrency: number;
   readonly status: SharedArrayBuffer;
   readonly modes: SharedArrayBuffer;
+  readonly control: SharedArrayBuffer;
   readonly details: SharedArrayBuffer;
 }
 
 const data = workerData as DrainWorkerData;
 const status = new Int32Array(data.status);
 const modes = new Int32Array(data.modes);
+const control = new Int32Array(data.control);
 Atomics.store(status, 0, 2);
 Atomics.notify(status, 0);
 
@@ -32,9 +39,12 @@ try {
   let next = 0;
   const worker = async (): Promise<void> => {
     for (;;) {
+      if (Atomics.load(control, 0) === 1) return; // the main thread batches the rest
       const i = next++;
-      const item = data.items[i];
-      if (item === undefined) return;
+      const target = data.paths[i];
+      if (target === undefined) return;
+      const item = { path: target, data: new Uint8Array(data.blob, data.offsets[i] ?? 0, (data.offsets[i + 1] ?? 0) - (data.offsets[i] ?? 0)) };
+      Atomics.store(status, i + 1, 3);
       try {
         const r = await atomicWrite(item.path, item.data, { kind: 'pending-messages', durable: 'file', createParents: false, env: data.env, ...(data.root === undefined ? {} : { root: data.root }) });
         modes[i] = r.mode;
@@ -47,9 +57,10 @@ try {
         failures[i] = { code: e.code, path: e.path, step: e.step, message: e.message, hint: e.hint, uid: e.uid, gid: e.gid, line: e.toLine() };
         Atomics.store(status, i + 1, 2);
       }
+      Atomics.add(control, 1, 1);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(data.concurrency, data.items.length)) }, () => worker()));
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(data.concurrency, data.paths.length)) }, () => worker()));
 } finally {
   const bytes = Buffer.from(JSON.stringify(failures), 'utf8');
   const out = new Uint8Array(data.details);

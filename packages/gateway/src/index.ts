@@ -22,6 +22,17 @@ export { jsonProblem, JsonTooDeepError, MAX_JSON_DEPTH, parseJsonTolerant } from
 export { setGatewayLogger, stderrGatewayLogger, type GatewayLogger, type LogFields } from './log.js';
 export { GatewayInputError } from './errors.js';
 export {
+  acquireGatewayLock,
+  describeHolder,
+  GATEWAY_LOCK_NAME,
+  GatewayLockError,
+  gatewayLockHolder,
+  parseHolderName,
+  type AcquireGatewayLockOptions,
+  type GatewayLock,
+  type GatewayLockHolder,
+} from './lock.js';
+export {
   DEFAULT_SALVAGE_MIN_AGE_MS,
   salvageTemps,
   tempTarget,
@@ -55,6 +66,8 @@ export {
   type SpoolPayload,
 } from './payload.js';
 export {
+  SPOOL_ENTRY_KINDS,
+  SPOOL_ENTRY_PROBLEMS,
   SPOOL_PREVIEW_LENGTH,
   compareSpoolEntries,
   listSpool,
@@ -78,6 +91,7 @@ export {
   type InsertedEntry,
   type KeptReason,
   type RecoverOptions,
+  type RecoveryBatchFile,
   type RecoveryHooks,
   type RecoveryReport,
 } from './recover.js';
@@ -96,6 +110,8 @@ export {
   spoolStats,
   type PruneCandidate,
   type PruneCategory,
+  type PruneKept,
+  type PruneKeptReason,
   type PruneOptions,
   type PruneReport,
   type SpoolAge,

@@ -158,7 +158,8 @@ export function checkPlacement(job: FlushJob, t: SpoolTarget): boolean {
   }
   for (const item of job.items) {
     if (item.target !== t || item.state !== 'written') continue;
-    const name = path.basename(item.path);
+    // A member of a batch file has no file of its own: the batch file goes (once; a second unlink finds nothing).
+    const name = item.written?.batch ?? path.basename(item.path);
     try {
       fs.unlinkSync(t.at(name));
     } catch {
@@ -166,7 +167,7 @@ export function checkPlacement(job: FlushJob, t: SpoolTarget): boolean {
     }
     item.state = 'failed';
     item.written = undefined;
-    item.failed = failure(movedOutError(t, place.now, name), item.path, item.kind, item.sessionKey);
+    item.failed = failure(movedOutError(t, place.now, path.basename(item.path)), item.path, item.kind, item.sessionKey);
   }
   t.written = 0;
   dirFailed(job, movedOutError(t, place.now, ''));

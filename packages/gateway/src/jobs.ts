@@ -18,84 +18,9 @@ export { drainBlocking } from './drain-blocking.js';
 export { targetOf } from './job-spool.js';
 export { failureGroups } from './flush-log.js';
 
-/** What made the rest of a flush go the synchronous way. */
-export type DrainReason =
-  /** The process is exiting (`process.exit()` from any listener, or the event loop ran dry). */
-  | 'exit'
-  /** The shutdown hook's budget ran out before the async flush settled. */
-  | 'budget'
-  /** The shutdown hook finished while a flush it did not await was still running. */
-  | 'shutdown';
+import type { DrainReason, FailedEntry, FlushReport, FlushWarning, SkippedEntry, WrittenEntry } from './job-types.js';
 
-/** A payload that is on disk: fsynced, renamed into place, and (when the report is `durable`) its directory fsynced. */
-export interface WrittenEntry {
-  readonly path: string;
-  readonly kind: PayloadKind;
-  readonly sessionKey: string | null;
-  readonly bytes: number;
-  /** The file's permission bits (0o600 by policy). */
-  readonly mode: number;
-  readonly ts: number;
-  readonly seq: number;
-}
-
-/**
- * A payload that is NOT on disk, and why: the errno or policy code, the path that failed (often the
- * directory), the uid/gid the process ran as, the fix, and the file it would have been.
- */
-export interface FailedEntry {
-  readonly code: string;
-  readonly path: string;
-  readonly step: string;
-  readonly message: string;
-  readonly uid: number;
-  readonly gid: number;
-  readonly hint: string;
-  /** The whole story in one line (what, where, as whom, the fix), as logged. */
-  readonly line: string;
-  /** The payload file this entry would have been written to. */
-  readonly target: string;
-  readonly kind: PayloadKind | null;
-  readonly sessionKey: string | null;
-}
-
-/** An input that held nothing to write (null/undefined, or no text and no media). */
-export interface SkippedEntry {
-  readonly kind: PayloadKind;
-  readonly sessionKey: string | null;
-  readonly reason: 'empty' | 'no-content';
-}
-
-/**
- * Something the flush did differently from what it was asked, and wrote anyway: an option it could not use
- * (`EINVALID_OPTION`, the default was used) or a timestamp that is not epoch seconds (`ETIMESTAMP`, the
- * flush time was used; the message itself is written).
- */
-export interface FlushWarning {
-  readonly code: 'EINVALID_OPTION' | 'ETIMESTAMP' | 'ESPOOL_MOVED';
-  readonly message: string;
-  /** The payload file concerned, or null for an option. */
-  readonly target: string | null;
-  readonly sessionKey: string | null;
-}
-
-/** The result of every flush: nothing is thrown and nothing is hidden. */
-export interface FlushReport {
-  readonly dir: string;
-  readonly written: WrittenEntry[];
-  readonly failed: FailedEntry[];
-  readonly skipped: SkippedEntry[];
-  readonly warnings: FlushWarning[];
-  /**
-   * True only when every directory the written payloads are in was fsynced through the descriptor the writes
-   * were made relative to. False when that fsync failed, or when the held spool was moved out of the home
-   * (its payloads are then failed, not written).
-   */
-  durable: boolean;
-  /** Set when a stop event wrote the rest of this flush synchronously (see the stop contract). */
-  drained: DrainReason | null;
-  elapsedMs: number;
-}
+export type { DrainReason, FailedEntry, FlushReport, FlushWarning, SkippedEntry, WrittenEntry } from './job-types.js';
 
 export interface Item {
   readonly kind: PayloadKind;
@@ -130,6 +55,14 @@ export class FlushJob {
   drained: DrainReason | null = null;
   /** Set once, by {@link finalize}: from then on nothing about the job changes. */
   report: FlushReport | undefined;
+  /** Items written or failed so far (the stop's rate estimate reads it; counting the items would be O(n)). */
+  settled = 0;
+  /** Bytes of every planned payload (the stop's estimate of what a batch of the rest would weigh). */
+  bytes = 0;
+  /** Resolves with the report when the job is finalized, by whichever path finalizes it. */
+  readonly finalized: Promise<FlushReport>;
+  /** @internal */
+  resolveFinal: (report: FlushReport) => void = () => undefined;
 
   /** The final report, if a drain (which can run between any two awaits) has finalized the job. */
   final(): FlushReport | undefined {
@@ -139,10 +72,15 @@ export class FlushJob {
   constructor(
     readonly loc: SpoolLocation,
     readonly logger: GatewayLogger,
-  ) {}
+  ) {
+    this.finalized = new Promise<FlushReport>((resolve) => {
+      this.resolveFinal = resolve;
+    });
+  }
 
   addItem(kind: PayloadKind, sessionKey: string | null, path: string, ts: number, seq: number, data: Buffer): void {
     this.items.push({ kind, sessionKey, path, ts, seq, data, state: 'planned' });
+    this.bytes += data.length;
   }
 
   /** Messages this flush was given (written, failed or still on their way; skipped ones excluded). */
@@ -227,17 +165,27 @@ export function failure(err: FsPolicyError, target: string, kind: PayloadKind | 
   };
 }
 
-export function settleWritten(job: FlushJob, item: Item, t: SpoolTarget, bytes: number, mode: number): void {
+/**
+ * Records a payload as on disk in `t`: as a file of its own, or as a member of the batch file `batch`. Ignored
+ * once the job's report is final or the item already counts as written.
+ */
+export function settleWritten(job: FlushJob, item: Item, t: SpoolTarget, bytes: number, mode: number, batch?: string): void {
   if (job.report !== undefined || item.state === 'written') return;
+  if (item.state !== 'failed') job.settled++;
   item.state = 'written';
   item.failed = undefined;
   item.target = t;
   t.written++;
-  item.written = { path: item.path, kind: item.kind, sessionKey: item.sessionKey, bytes, mode, ts: item.ts, seq: item.seq };
+  item.written =
+    batch === undefined
+      ? { path: item.path, kind: item.kind, sessionKey: item.sessionKey, bytes, mode, ts: item.ts, seq: item.seq }
+      : { path: item.path, kind: item.kind, sessionKey: item.sessionKey, bytes, mode, ts: item.ts, seq: item.seq, batch };
 }
 
+/** Records a payload as NOT on disk, with the typed error. Ignored once final, or when it is written. */
 export function settleFailed(job: FlushJob, item: Item, err: unknown): void {
   if (job.report !== undefined || item.state === 'written') return;
+  if (item.state !== 'failed') job.settled++;
   item.state = 'failed';
   item.failed = failure(policyError(err, item.path), item.path, item.kind, item.sessionKey);
 }
@@ -291,6 +239,8 @@ export async function runJobAsync(job: FlushJob, concurrency: number): Promise<F
   await Promise.all(Array.from({ length: workers }, () => worker()));
   const drained = job.final();
   if (drained !== undefined) return drained;
+  // A stop took the job over (its workers stopped taking payloads): the stop writes the rest and finalizes.
+  if (job.drained !== null) return job.finalized;
   for (const t of job.targets) {
     if (t.written === 0) continue;
     let failed: { err: unknown } | undefined;
@@ -390,6 +340,7 @@ export function finalize(job: FlushJob): FlushReport {
     elapsedMs: Date.now() - job.started,
   };
   job.report = report;
+  job.resolveFinal(report);
   active.delete(job);
   for (const t of job.targets) t.close();
   // A throwing logger must not turn a report into an exception (or lose what was written).

@@ -216,47 +216,65 @@ function isPlain(value: object): boolean {
  * it is fine. Properties whose value is `undefined` are allowed: JSON omits them, which loses nothing.
  */
 export function jsonProblem(value: unknown, where = '$'): string | undefined {
+  // The walk runs once per payload planned (100,000 at a large stop): it keeps no location while it descends and
+  // builds the location of a problem only on the way back up, from the keys of the path it failed on.
   const seen = new Set<object>();
-  const walk = (v: unknown, at: string, inArray: boolean): string | undefined => {
+  const path: (string | number)[] = [];
+  const problemOf = (v: unknown, inArray: boolean): string | undefined => {
     switch (typeof v) {
       case 'string':
       case 'boolean':
         return undefined;
       case 'number':
-        return Number.isFinite(v) ? undefined : `non-finite number ${String(v)} at ${at}`;
+        return Number.isFinite(v) ? undefined : `non-finite number ${String(v)}`;
       case 'bigint':
-        return `BigInt at ${at}`;
+        return 'BigInt';
       case 'undefined':
-        return inArray ? `undefined at ${at}` : undefined;
+        return inArray ? 'undefined' : undefined;
       case 'function':
       case 'symbol':
-        return `${typeof v} at ${at}`;
+        return typeof v;
       case 'object':
         break;
     }
     if (v === null) return undefined;
     const obj = v;
     const toJSON = (obj as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') return walk((toJSON as (key: string) => unknown).call(obj, ''), at, inArray);
-    if (seen.has(obj)) return `circular reference at ${at}`;
+    if (typeof toJSON === 'function') return problemOf((toJSON as (key: string) => unknown).call(obj, ''), inArray);
+    if (seen.has(obj)) return 'circular reference';
     seen.add(obj);
     try {
       if (Array.isArray(obj)) {
         for (let i = 0; i < obj.length; i++) {
-          const p = walk(obj[i], `${at}[${i}]`, true);
-          if (p !== undefined) return p;
+          const p = problemOf(obj[i], true);
+          if (p !== undefined) {
+            path.push(i);
+            return p;
+          }
         }
         return undefined;
       }
-      if (!isPlain(obj)) return `${describe(obj)} at ${at} (not a plain object)`;
-      for (const [k, child] of Object.entries(obj)) {
-        const p = walk(child, `${at}.${k}`, false);
-        if (p !== undefined) return p;
+      if (!isPlain(obj)) return `${describe(obj)} (not a plain object)`;
+      for (const k in obj) {
+        if (!Object.hasOwn(obj, k)) continue;
+        const p = problemOf((obj as Record<string, unknown>)[k], false);
+        if (p !== undefined) {
+          path.push(k);
+          return p;
+        }
       }
       return undefined;
     } finally {
       seen.delete(obj);
     }
   };
-  return walk(value, where, false);
+  const problem = problemOf(value, false);
+  if (problem === undefined) return undefined;
+  let at = where;
+  for (let i = path.length - 1; i >= 0; i--) {
+    const k = path[i];
+    at += typeof k === 'number' ? `[${String(k)}]` : `.${k ?? ''}`;
+  }
+  if (problem.endsWith(' (not a plain object)')) return `${problem.slice(0, -' (not a plain object)'.length)} at ${at} (not a plain object)`;
+  return `${problem} at ${at}`;
 }

@@ -8,7 +8,9 @@
  * - the files' texts, as long as all of them fit a fixed budget, so that a spool of ordinary size is read
  *   once. A larger spool is read twice (the page cache makes the second read cheap) and keeps no text at all:
  *   texts kept for a part of it would save little, since recovery order is unrelated to directory order, and
- *   would still be held at the end of the pass, when the report is largest.
+ *   would still be held at the end of the pass, when the report is largest;
+ * - for a member of a batch file (batch.ts), the batch it came from and its text, always: a member has no
+ *   file of its own to read again, and the batch is read once.
  */
 
 import { compareNames } from './names.js';
@@ -45,6 +47,13 @@ export class RecoveryOrder {
   #textEnd = new Uint32Array(INITIAL_FILES);
   #texts: Buffer | undefined;
   #textsUsed = 0;
+  /** Batch index of each entry (-1: a file of its own). */
+  #batch = new Int32Array(INITIAL_FILES);
+  /** Byte range of each batch member's text in #pinned (kept whatever the budget). */
+  #pinStart = new Float64Array(INITIAL_FILES);
+  #pinEnd = new Float64Array(INITIAL_FILES);
+  #pinned: Buffer = Buffer.allocUnsafeSlow(0);
+  #pinnedUsed = 0;
   /** Set once the texts outgrew the budget: none are kept from then on. */
   #textsDropped = false;
   readonly #textBudget: number;
@@ -63,9 +72,10 @@ export class RecoveryOrder {
 
   /**
    * Records a file: its name, its ordering key and, when the budget allows, its text (which must be valid
-   * UTF-8 decoded, i.e. re-encode to the file's exact bytes).
+   * UTF-8 decoded, i.e. re-encode to the file's exact bytes). A member of batch `batch` (>= 0) is recorded
+   * under its member name, and its text is always kept.
    */
-  add(name: string, ts: number, seq: number, text: string | undefined): void {
+  add(name: string, ts: number, seq: number, text: string | undefined, batch = -1): void {
     const i = this.#count;
     if (i === this.#ts.length) {
       const n = i * 2;
@@ -74,6 +84,9 @@ export class RecoveryOrder {
       this.#nameEnd = grown(this.#nameEnd, n, (k) => new Uint32Array(k));
       this.#textStart = grown(this.#textStart, n, (k) => new Int32Array(k));
       this.#textEnd = grown(this.#textEnd, n, (k) => new Uint32Array(k));
+      this.#batch = grown(this.#batch, n, (k) => new Int32Array(k));
+      this.#pinStart = grown(this.#pinStart, n, (k) => new Float64Array(k));
+      this.#pinEnd = grown(this.#pinEnd, n, (k) => new Float64Array(k));
     }
     const maxName = name.length * MAX_UTF8_PER_UNIT;
     if (this.#namesUsed + maxName > this.#names.length) {
@@ -84,8 +97,25 @@ export class RecoveryOrder {
     this.#ts[i] = ts;
     this.#seq[i] = seq;
     this.#textStart[i] = -1;
-    if (text !== undefined) this.#keepText(i, text);
+    this.#batch[i] = batch;
+    if (batch >= 0) this.#pin(i, text ?? '');
+    else if (text !== undefined) this.#keepText(i, text);
     this.#count = i + 1;
+  }
+
+  #pin(i: number, text: string): void {
+    const max = text.length * MAX_UTF8_PER_UNIT;
+    if (this.#pinnedUsed + max > this.#pinned.length) {
+      this.#pinned = grownBuffer(this.#pinned, this.#pinnedUsed, Math.max(this.#pinnedUsed + max, INITIAL_TEXT_BYTES));
+    }
+    this.#pinStart[i] = this.#pinnedUsed;
+    this.#pinnedUsed += this.#pinned.write(text, this.#pinnedUsed, 'utf8');
+    this.#pinEnd[i] = this.#pinnedUsed;
+  }
+
+  /** The batch entry `i` is a member of, or -1 for a file of its own. */
+  batch(i: number): number {
+    return this.#batch[i] ?? -1;
   }
 
   #keepText(i: number, text: string): void {
@@ -121,6 +151,7 @@ export class RecoveryOrder {
 
   /** The text kept for file `i` (decoded again), or undefined: read the file again. */
   text(i: number): string | undefined {
+    if ((this.#batch[i] ?? -1) >= 0) return this.#pinned.toString('utf8', this.#pinStart[i] ?? 0, this.#pinEnd[i] ?? 0);
     const start = this.#textStart[i] ?? -1;
     if (start < 0 || this.#texts === undefined) return undefined;
     return this.#texts.toString('utf8', start, this.#textEnd[i] ?? start);

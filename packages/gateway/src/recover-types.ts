@@ -9,6 +9,8 @@ import type { SpoolLocationOptions } from './spool.js';
 export type KeptReason =
   /** Not valid UTF-8 or not JSON (NaN/Infinity tokens are accepted). */
   | 'unparseable'
+  /** JSON nested deeper than `MAX_JSON_DEPTH`: refused by the parser with ETOO_DEEP, never a stack overflow. */
+  | 'too-deep'
   /** Valid JSON, but not an object. */
   | 'not-an-object'
   /** A symlink, directory or device named `*.json`. */
@@ -30,15 +32,20 @@ export type KeptReason =
   /** The store failed (locked, full, read-only, …); this and every later file wait for the next pass. */
   | 'store-error'
   /**
-   * Committed (its receipt is in the store), but the store could not confirm the commit is in its main
-   * database file (a checkpoint kept from completing): kept, so a lost WAL cannot lose it; the next pass
-   * removes it without inserting anything.
+   * Committed (its receipt is in the store), but no checkpoint of this pass proved the commit is in the main
+   * database file (another process's read snapshot held it off; the pass does not wait for it): kept, so a lost
+   * WAL cannot lose it; the next pass removes it without inserting anything.
    */
-  | 'not-checkpointed'
+  | 'checkpoint-pending'
   /** Committed (its receipt is in the store), but removing the file was refused: the next pass removes it. */
   | 'not-removed'
   /** Reading or interpreting the file failed unexpectedly (see `errors`). */
-  | 'read-error';
+  | 'read-error'
+  /**
+   * A batch file (`batch-*.json`, or `kind: "batch"`) that is not a valid batch: kept for the operator, none of
+   * its members used.
+   */
+  | 'invalid-batch';
 
 export interface RecoveryHooks {
   /**
@@ -77,10 +84,23 @@ export interface RecoverOptions extends SpoolLocationOptions {
   onProgress?: (done: number, total: number) => void;
   hooks?: RecoveryHooks;
   /**
+   * How long the end of the pass retries a checkpoint that another connection held off, in milliseconds
+   * (default 250; 0: no retry). The retry never waits longer than the pass has taken so far, and no checkpoint
+   * of the pass waits on another connection: committed files it could not prove in the main database file are
+   * kept (`checkpoint-pending`) for the next pass.
+   */
+  checkpointRetryMs?: number;
+  /**
    * Salvage complete payloads that killed writers left under temp names before the pass
    * ({@link salvageTemps}; default true). An object passes its options (`minAgeMs`, `now`).
    */
   salvage?: boolean | Pick<SalvageOptions, 'minAgeMs' | 'now'>;
+  /**
+   * How long to wait (ms) for the home's gateway lock when another live process holds it (default 0). The
+   * pass holds the lock (re-entrant in the process that holds it); refused, it reads, inserts and removes
+   * nothing and reports `ELOCKED` naming the holder.
+   */
+  lockWaitMs?: number;
 }
 
 export interface InsertedEntry {
@@ -91,9 +111,31 @@ export interface InsertedEntry {
   readonly rowIds: readonly number[];
   /**
    * The file was removed. False when its removal was refused or had to wait for a checkpoint: the file is
-   * then also listed in `kept` (`not-removed`, `not-checkpointed`) and the next pass removes it.
+   * then also listed in `kept` (`not-removed`, `checkpoint-pending`) and the next pass removes it. For a batch
+   * member (path `<batch path>/<member name>`): its batch file was removed.
    */
   removed: boolean;
+}
+
+/**
+ * A batch file (batch.ts) a pass met. Its members are reported like files, under the path
+ * `<batch path>/<member name>` (inserted, already committed, duplicates); members that could not be inserted
+ * now were written out as files of their own and are reported under those files' paths (kept, snapshots, bad).
+ */
+export interface RecoveryBatchFile {
+  readonly path: string;
+  /** Members the batch holds. */
+  readonly members: number;
+  /** Members whose rows this pass committed. */
+  inserted: number;
+  /** Members an earlier pass (or another name of the same payload) had committed. */
+  alreadyCommitted: number;
+  /** Members written out as spool files of their own (kept, snapshots, store-rejected `.bad`). */
+  writtenOut: number;
+  /** The batch file was removed: every member is durable in the store or written out. */
+  removed: boolean;
+  /** Why the batch was kept (null when it was removed). */
+  detail: string | null;
 }
 
 export interface RecoveryReport {
@@ -119,5 +161,7 @@ export interface RecoveryReport {
   readonly errors: { readonly path: string; readonly code: string; readonly message: string; readonly hint: string }[];
   /** What the salvage of temp files did before the pass (null when it was turned off). */
   salvage: SalvageReport | null;
+  /** The valid batch files this pass met (an invalid one is in `kept`, `invalid-batch`). */
+  readonly batches: RecoveryBatchFile[];
 }
 

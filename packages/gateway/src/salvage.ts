@@ -15,17 +15,15 @@ import { atomicWriteSync, FsPolicyError, fsyncHeldDirectorySync, hintFor, readRe
 import { explain, heldSpool, holdSpool, sys } from './held.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
 import { READ_FLAGS } from './read.js';
-import { incompleteBecause, isPayloadName, tempTarget } from './salvage-temp.js';
+import { incompleteBecause, isPayloadName, maxTempBytes, tempTarget } from './salvage-temp.js';
 import type { Candidate, SalvageLeftReason, SalvageOptions, SalvageReport } from './salvage-types.js';
 import { SPOOL_KIND, type SpoolLocation, spoolLocation } from './spool.js';
 
 export { tempTarget } from './salvage-temp.js';
 export type { SalvageLeftReason, SalvageOptions, SalvageReport } from './salvage-types.js';
 
-/** A temp whose writer may still be alive, or cannot be checked, is left alone until it is this old (one minute). */
+/** A temp whose writer cannot be checked (no pid, another pid namespace) is left alone until it is this old (one minute). */
 export const DEFAULT_SALVAGE_MIN_AGE_MS = 60_000;
-/** A temp larger than this is no payload this package wrote; it is left in place and reported. */
-const MAX_TEMP_BYTES = 64 * 1024 * 1024;
 
 function euid(): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : -1;
@@ -47,7 +45,7 @@ function messageOf(err: unknown): string {
 /** The bytes of a regular file, never through a link; undefined when it does not exist. */
 function readRegular(p: string): Buffer | undefined {
   try {
-    return readRegularFileSync(sys(p), { maxBytes: MAX_TEMP_BYTES }).data;
+    return readRegularFileSync(sys(p), { maxBytes: maxTempBytes(path.basename(p)) }).data;
   } catch (err) {
     if (codeOf(err) === 'ENOENT') return undefined;
     throw err;
@@ -165,7 +163,7 @@ class Salvage {
     let file: { data: Buffer; stat: fs.Stats };
     try {
       // Never through a link, never blocking on a FIFO; what is judged is what the checked descriptor held.
-      file = readRegularFileSync(sys(temp), { maxBytes: MAX_TEMP_BYTES });
+      file = readRegularFileSync(sys(temp), { maxBytes: maxTempBytes(c.target) });
     } catch (err) {
       const code = codeOf(err);
       if (code === 'ENOENT') return; // renamed or salvaged meanwhile
@@ -193,17 +191,18 @@ class Salvage {
       return;
     }
     const age = this.#now - file.stat.mtimeMs;
-    if (c.alive !== false && age < this.#minAgeMs) {
-      this.#left(
-        temp,
-        c.alive === true ? 'writer-alive' : 'too-recent',
-        c.alive === true
-          ? `its writer (pid ${String(c.pid)}) is alive and the file is ${String(Math.round(age))} ms old: a write in progress`
-          : `${String(Math.round(age))} ms old; a temp whose writer cannot be checked from here waits ${String(this.#minAgeMs)} ms`,
-      );
+    // A live writer's temp is its own, however old: a stopped process (SIGSTOP, a paused VM) resumes and
+    // renames it. Alive means its pid, in this pid namespace, belongs to a process that started before the
+    // temp's last write (fs-policy's writerLiveness); only a temp whose writer cannot be checked waits for age.
+    if (c.alive === true) {
+      this.#left(temp, 'writer-alive', `its writer (pid ${String(c.pid)}) is alive (the file is ${String(Math.round(age))} ms old): a write in progress, or a stopped writer that will finish it`);
       return;
     }
-    const verdict = incompleteBecause(file.data);
+    if (c.alive === null && age < this.#minAgeMs) {
+      this.#left(temp, 'too-recent', `${String(Math.round(age))} ms old; a temp whose writer cannot be checked from here waits ${String(this.#minAgeMs)} ms`);
+      return;
+    }
+    const verdict = incompleteBecause(file.data, c.target);
     if (verdict !== undefined && 'notPayload' in verdict) {
       this.#left(temp, 'not-a-payload', `${c.name}: ${verdict.notPayload}`);
       return;

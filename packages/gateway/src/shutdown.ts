@@ -1,17 +1,10 @@
 import { constants as osConstants } from 'node:os';
 import { describeValue, GatewayInputError } from './errors.js';
-import {
-  activeJobs,
-  type DrainReason,
-  drainBlocking,
-  drainJob,
-  type FailedEntry,
-  failureGroups,
-  type FlushJob,
-  type FlushReport,
-  onJobStart,
-} from './jobs.js';
+import { emptyRemainder, type RemainderOutcome, writeRemainderSync } from './batch-write.js';
+import { activeJobs, type DrainReason, drainBlocking, type FlushJob, type FlushReport, onJobStart } from './jobs.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
+import { StopClock, TICK_MS } from './stop-clock.js';
+import { messageOf, type Settled, summarize } from './stop-summary.js';
 
 /**
  * The exit status of a stop after which some messages are NOT on disk (failed, or never handed to a flush
@@ -28,11 +21,15 @@ export interface ShutdownHookOptions {
    */
   flush: () => unknown;
   /**
-   * How long an asynchronous flush may take (default 5000 ms). When it runs out, what is not on disk yet is
-   * written synchronously, within {@link syncBudgetMs}.
+   * The stop's deadline, from its start (default 5000 ms): every stop path — signal, budget, `process.exit()` —
+   * ends within it. Payloads are written one file each while the measured rate says they fit; the rest is
+   * written as one batch file (see docs/stop-contract.md), so the deadline never costs a message.
    */
   budgetMs?: number;
-  /** After the budget ran out: how long the synchronous writes may take (default: `budgetMs`). */
+  /**
+   * Accepted for compatibility and checked, no longer used: the synchronous rest is one batch file written
+   * inside `budgetMs`, not a second budget of per-file writes.
+   */
   syncBudgetMs?: number;
   /**
    * Default `['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT']`: every signal whose default action ends the process and that
@@ -96,17 +93,6 @@ export function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (n ?? 0);
 }
 
-interface FlushSummary {
-  written: unknown[];
-  failed: unknown[];
-}
-
-function isFlushSummary(value: unknown): value is FlushSummary {
-  if (value === null || typeof value !== 'object') return false;
-  const v = value as Partial<Record<'written' | 'failed', unknown>>;
-  return Array.isArray(v.written) && Array.isArray(v.failed);
-}
-
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
@@ -118,33 +104,19 @@ function nonNegative(name: string, value: unknown): number {
   return value;
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-interface Settled {
-  readonly settled: boolean;
-  readonly result?: unknown;
-  readonly error?: unknown;
-}
-
-/** `2 ENOSPC at /h/pending_messages, 1 EACCES at /h/pending_messages/pending-….json` (one group: no count). */
-function groupsText(failed: readonly FailedEntry[]): string {
-  const groups = failureGroups(failed);
-  if (groups.length === 1 && groups[0] !== undefined) return `${groups[0].code} at ${groups[0].where}`;
-  return groups.map((g) => `${count(g.count)} ${g.code} at ${g.where}`).join(', ');
-}
-
 /** The stop signals the hook listens to unless told otherwise. */
 export const DEFAULT_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'];
 
 /**
  * Installs the stop sequence: on the first signal it runs `flush()`; the process exits once every message is
  * on disk or reported, never before:
- * - a second (or third) signal never aborts the flush: what is not on disk yet is written synchronously;
- * - the budget running out does the same, within `syncBudgetMs`;
+ * - a second (or third) signal never aborts the flush;
+ * - every path ends within `budgetMs` of the stop's start: when one file per payload would not fit, the rest is
+ *   written synchronously as one fsynced batch file, and its members count as written only once it is durable;
  * - `process.exit()` from anyone (before or after this hook's listener, or without any signal) still flushes:
- *   the `'exit'` listener writes synchronously whatever is not on disk.
+ *   the `'exit'` listener writes whatever is not on disk (a worker thread, then the batch) within the same
+ *   deadline;
+ * - a stop that reports every message on disk leaves no temp file of this process behind.
  * The exit status is 128 + signal only when every message is on disk, else {@link EXIT_FLUSH_INCOMPLETE}; the
  * last line logged says how many were written and why the others were not.
  */
@@ -153,7 +125,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     throw new GatewayInputError('EINVALID_OPTION', 'flush', `flush must be a function, got ${describeValue(options.flush)}`);
   }
   const budgetMs = nonNegative('budgetMs', options.budgetMs ?? 5000);
-  const syncBudgetMs = nonNegative('syncBudgetMs', options.syncBudgetMs ?? budgetMs);
+  nonNegative('syncBudgetMs', options.syncBudgetMs ?? budgetMs);
   const given: unknown = options.signals ?? DEFAULT_SIGNALS;
   if (!Array.isArray(given) || given.some((s) => typeof s !== 'string')) {
     throw new GatewayInputError('EINVALID_OPTION', 'signals', `signals must be a list of signal names, got ${describeValue(given)}`);
@@ -170,6 +142,10 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
   let unsubscribe: (() => void) | undefined;
   let settled: Settled = { settled: false };
   let timer: NodeJS.Timeout | undefined;
+  /** The stop's deadline (set when the flush starts) and when its per-file writes began. */
+  let clock: StopClock | undefined;
+  let phaseStart = 0;
+  let switching = false;
   let outcome: ShutdownOutcome | undefined;
   let resolveRunning: ((o: ShutdownOutcome) => void) | undefined;
   let extraSignals = 0;
@@ -179,6 +155,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
   /** Calls `flush()`, tracking every flush job that is running or starts from now on. */
   const startFlush = (): void => {
     started = Date.now();
+    clock = new StopClock(started + budgetMs, budgetMs);
     tracked = new Set(activeJobs());
     unsubscribe = onJobStart((job) => tracked.add(job));
     let r: unknown;
@@ -187,6 +164,8 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     } catch (error) {
       settled = { settled: true, error };
       return;
+    } finally {
+      phaseStart = Date.now(); // the package's flushes plan every payload before they return
     }
     if (!isPromiseLike(r)) {
       settled = { settled: true, result: r };
@@ -204,98 +183,73 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     );
   };
 
-  const summarize = (
-    jobs: readonly FlushJob[],
-    drained: DrainReason | null,
-    reason: DrainReason | null,
-  ): Pick<ShutdownOutcome, 'messages' | 'written' | 'failed' | 'complete' | 'line'> => {
-    const more =
-      extraSignals > 0
-        ? `; ${extraSignals === 1 ? 'a second signal' : `${count(extraSignals)} more signals`} (${[...new Set(extraNames)].join(', ')}) during the flush did not abort it`
-        : '';
-    const why =
-      more +
-      (drained === 'exit'
-          ? signal !== null
-            ? '; the process exited during the flush: the rest was written before the exit completed'
-            : '; the process exited: flushed before the exit completed'
-          : drained === 'budget'
-            ? `; the ${count(budgetMs)} ms budget ran out: the rest was written synchronously`
-            : drained === 'shutdown'
-              ? '; a flush still running when the hook finished was written synchronously'
-              : '');
-    const threw = settled.error === undefined ? '' : `; the flush threw: ${messageOf(settled.error)}`;
-    if (jobs.length > 0) {
-      let messages = 0;
-      let written = 0;
-      const failedMessages: FailedEntry[] = [];
-      const dirFailures: FailedEntry[] = [];
-      for (const job of jobs) {
-        messages += job.messages();
-        written += job.writtenCount();
-        for (const f of job.failures()) (f === job.dirFailure ? dirFailures : failedMessages).push(f);
-      }
-      const failed = messages - written;
-      const dir = dirFailures[0];
-      const notDurable = dir === undefined ? '' : `; the directory fsync failed (${dir.code} at ${dir.path}): not durable`;
-      const failedText = failed > 0 ? `, ${count(failed)} failed (${failedMessages.length > 0 ? groupsText(failedMessages) : 'not written'})` : '';
-      return {
-        messages,
-        written,
-        failed,
-        complete: failed === 0 && dir === undefined && settled.error === undefined,
-        line: `pending flush: ${count(written)} of ${count(messages)} written${failedText}${notDurable}${why}${threw}`,
-      };
-    }
-    if (settled.settled && settled.error === undefined && isFlushSummary(settled.result)) {
-      const written = settled.result.written.length;
-      const failed = settled.result.failed.length;
-      return {
-        messages: written + failed,
-        written,
-        failed,
-        complete: failed === 0,
-        line: `pending flush: ${count(written)} of ${count(written + failed)} written${failed > 0 ? `, ${count(failed)} failed` : ''}${why}`,
-      };
-    }
-    if (settled.settled && settled.error === undefined) {
-      return { messages: null, written: null, failed: null, complete: true, line: `pending flush: done (the flush reported no counts)${why}` };
-    }
-    if (settled.settled) {
-      return { messages: null, written: null, failed: null, complete: false, line: `pending flush: the flush threw: ${messageOf(settled.error)}${why}` };
-    }
-    return {
-      messages: null,
-      written: null,
-      failed: null,
-      complete: false,
-      line:
-        reason === 'budget'
-          ? `pending flush: did not settle within ${count(budgetMs)} ms, and it used none of this package's flush functions, so nothing could be written synchronously`
-          : `pending flush: did not settle before the ${reason === 'exit' ? 'process exited' : 'stop'}; it used none of this package's flush functions, so nothing could be written synchronously`,
-    };
+  /** Payloads of the tracked jobs whose async write is under way. */
+  const inFlight = (): boolean => {
+    for (const job of tracked) if (job.report === undefined && job.items.some((i) => i.state === 'writing')) return true;
+    return false;
   };
 
   /**
-   * Ends the stop: writes synchronously whatever any tracked flush has not written yet, logs the summary
-   * line and exits (or, on the exit path, sets the exit status). Idempotent.
+   * The per-file writes will not fit the deadline: they take no further payload, the writes in flight get the
+   * clock's grace to settle (their temps then become files, or are removed by their writer), and the rest is
+   * written as one batch file.
+   */
+  const takeOver = async (c: StopClock): Promise<void> => {
+    switching = true;
+    for (const job of tracked) if (job.report === undefined) job.drained = 'budget';
+    const until = Math.min(Date.now() + c.graceMs, c.deadline);
+    while (state === 'flushing' && inFlight() && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    if (state === 'flushing') finish('budget');
+  };
+
+  /** Every TICK_MS while the flush runs: compares the per-file rate with the time left. */
+  const tick = (): void => {
+    const c = clock;
+    if (state !== 'flushing' || switching || c === undefined) return;
+    const now = Date.now();
+    let total = 0;
+    let done = 0;
+    let bytes = 0;
+    for (const job of tracked) {
+      if (job.report !== undefined) continue;
+      total += job.items.length;
+      done += job.settled;
+      bytes += job.bytes;
+    }
+    const remaining = total - done;
+    if (remaining <= 0) {
+      // Only a directory fsync (or a flush of its own) is still running: the deadline ends it.
+      if (now >= c.deadline) finish('budget');
+      return;
+    }
+    if (c.shouldBatch(now, phaseStart, { settled: done, remaining, remainingBytes: (bytes * remaining) / total })) void takeOver(c);
+  };
+
+  /**
+   * Ends the stop: writes whatever any tracked flush has not written yet — as files while the deadline allows,
+   * else as one batch file — logs the summary line and exits (or, on the exit path, sets the exit status).
+   * Idempotent.
    */
   const finish = (reason: DrainReason | null, exiting?: { code: number }): ShutdownOutcome => {
     if (outcome !== undefined) return outcome;
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) clearInterval(timer);
     const jobs = [...tracked];
     const open = jobs.some((j) => j.report === undefined);
     const drained: DrainReason | null = open ? (reason ?? 'shutdown') : null;
+    let rest: RemainderOutcome = emptyRemainder();
     if (reason === 'exit') {
-      // Inside process.exit(): nothing can be awaited; a worker thread writes in parallel while this blocks.
-      drainBlocking(jobs, 'exit', Math.max(budgetMs, 1000));
+      // Inside process.exit(): nothing can be awaited; a worker thread writes while this blocks, within the
+      // time left of the stop's deadline (a stop that began with a signal keeps its deadline).
+      rest = drainBlocking(jobs, 'exit', clock === undefined ? budgetMs : clock.deadline - Date.now());
     } else {
-      // The budget ran out (the async writes are stalled), or a flush outlived the hook: one by one, here.
-      const deadline = reason === 'budget' ? Date.now() + syncBudgetMs : undefined;
-      for (const job of jobs) drainJob(job, drained ?? 'shutdown', deadline);
+      // The per-file writes would not fit (or are stalled), or a flush outlived the hook: the rest, here.
+      // After the budget's switch the rest is batched at once: the rate already said files do not fit.
+      writeRemainderSync(jobs, drained ?? 'shutdown', rest, { clock, ...(reason === 'budget' ? { perFileMs: Number.POSITIVE_INFINITY } : {}) });
     }
     unsubscribe?.();
-    const summary = summarize(jobs, drained, reason);
+    const summary = summarize({ jobs, drained, reason, signal, budgetMs, extraSignals, extraNames, settled, rest });
     const exitCode = summary.complete ? (exiting !== undefined ? exiting.code : signalExitCode(signal ?? 'SIGTERM')) : EXIT_FLUSH_INCOMPLETE;
     const result: ShutdownOutcome = {
       signal,
@@ -360,9 +314,7 @@ export function installShutdownHook(options: ShutdownHookOptions): ShutdownHook 
     });
     state = 'flushing';
     signal = sig;
-    timer = setTimeout(() => {
-      if (state === 'flushing') finish('budget');
-    }, budgetMs);
+    timer = setInterval(tick, TICK_MS);
     startFlush();
     if (settled.settled) finish(null);
     return running;

@@ -96,7 +96,7 @@ describe('a flush fsyncs each payload and then the directory, once', () => {
 });
 
 describe('the budget: a stalled async flush is finished synchronously', () => {
-  it('async fsyncs that never return: after 100 ms the rest is written synchronously, all 60 on disk, exit 143', async () => {
+  it('async fsyncs that never return: the rest is one batch file inside the 100 ms budget, all 60 on disk, no temp left, exit 143', async () => {
     const home = path.join(tempDir(), 'home');
     const dir = spoolDir(home);
     const t0 = Date.now();
@@ -106,7 +106,6 @@ describe('the budget: a stalled async flush is finished synchronously', () => {
     const hook = installShutdownHook({
       flush: () => flushOverflow({ [KEY]: messages(60) }, { home, logger }),
       budgetMs: 100,
-      syncBudgetMs: 30_000,
       exit: false,
       signals: [],
       logger,
@@ -114,41 +113,12 @@ describe('the budget: a stalled async flush is finished synchronously', () => {
     const outcome = await hook.trigger('SIGTERM');
     hook.uninstall();
     expect(outcome).toMatchObject({ timedOut: true, drained: 'budget', complete: true, exitCode: 143, written: 60, messages: 60 });
-    expect(outcome.line).toBe('pending flush: 60 of 60 written; the 100 ms budget ran out: the rest was written synchronously');
-    expect(names(dir).filter((n) => n.endsWith('.json'))).toHaveLength(60);
+    const batch = outcome.reports[0]?.written[0]?.batch ?? '';
+    expect(batch).toMatch(/^batch-[0-9a-f]{32}\.json$/);
+    expect(outcome.reports[0]?.written.filter((w) => w.batch === batch)).toHaveLength(60);
+    expect(outcome.line).toBe(`pending flush: 60 of 60 written; one file per message did not fit the 100 ms budget: the rest (60) was written as one batch file ${batch}`);
+    // The stalled writers' temps are gone: the spool holds the batch file only.
+    expect(names(dir)).toEqual([batch]);
     expect(logger.lines.at(-1)).toMatchObject({ level: 'warn', message: outcome.line });
-  });
-
-  it('a synchronous budget that runs out too: the payloads whose turn never came are reported ETIMEDOUT, exit 74', async () => {
-    const home = path.join(tempDir(), 'home');
-    const dir = spoolDir(home);
-    const t0 = Date.now();
-    setFaultHook((req: Req) => {
-      if (req.step !== 'fsync' || path.dirname(inSpool(req.path, dir)) !== dir) return undefined;
-      if (Date.now() - t0 < 60) return { result: new Promise(() => undefined) };
-      // Each synchronous fsync takes 20 ms: a 50 ms synchronous budget fits a few of them.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-      return undefined;
-    });
-    const logger = memoryLogger();
-    const hook = installShutdownHook({
-      flush: () => flushOverflow({ [KEY]: messages(40) }, { home, logger }),
-      budgetMs: 100,
-      syncBudgetMs: 50,
-      exit: false,
-      signals: [],
-      logger,
-    });
-    const outcome = await hook.trigger('SIGTERM');
-    hook.uninstall();
-    const written = outcome.written ?? -1;
-    expect(written).toBeGreaterThan(0);
-    expect(written).toBeLessThan(40);
-    expect(outcome).toMatchObject({ complete: false, exitCode: 74, messages: 40, failed: 40 - written });
-    expect(outcome.reports[0]?.failed.map((f) => f.code)).toEqual(Array.from({ length: 40 - written }, () => 'ETIMEDOUT'));
-    expect(outcome.line).toBe(
-      `pending flush: ${String(written)} of 40 written, ${String(40 - written)} failed (ETIMEDOUT at ${dir}); the 100 ms budget ran out: the rest was written synchronously`,
-    );
-    expect(names(dir).filter((n) => n.endsWith('.json'))).toHaveLength(written);
   });
 });

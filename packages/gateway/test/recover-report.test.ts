@@ -281,20 +281,20 @@ describe('recovery: the verdicts of a store, and a store that fails', () => {
     const store = storeDouble(() => undefined, () => answers.shift() ?? { complete: true });
     const logger = memoryLogger();
     const progress: [number, number][] = [];
-    const report = recoverPending({ home, store, logger, batchSize: 1, onProgress: (d, t) => progress.push([d, t]) });
+    const report = recoverPending({ home, store, logger, batchSize: 1, checkpointRetryMs: 0, onProgress: (d, t) => progress.push([d, t]) });
     expect(store.batches).toEqual([['c0.json'], ['c1.json'], ['c2.json']]);
     expect(progress).toEqual([[1, 3], [2, 3], [3, 3], [3, 3]]);
     // c0 waited through the first (held-off) checkpoint and went with c1's; c2's did not complete, nor did the last try.
     expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['c0.json', true], ['c1.json', true], ['c2.json', false]]);
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
-      ['c2.json', 'not-checkpointed', 'the checkpoint of /srv/hermes/state.db did not complete (another connection held it off)'],
+      ['c2.json', 'checkpoint-pending', 'the checkpoint of /srv/hermes/state.db did not complete (another connection was checkpointing it)'],
     ]);
     expect(names(spoolDir(home))).toEqual(['c2.json']);
     expect(logger.lines.map(line)).toEqual([
       [
         'warn',
-        'pending-message recovery: kept 1 file(s) (not-checkpointed) (committed; the next pass removes them without inserting them again); the first, c2.json: the checkpoint of /srv/hermes/state.db did not complete (another connection held it off)',
-        { path: 'c2.json', reason: 'not-checkpointed', kept: 1 },
+        'pending-message recovery: kept 1 file(s) (checkpoint-pending): committed; the next pass removes them without inserting them again; the first, c2.json: the checkpoint of /srv/hermes/state.db did not complete (another connection was checkpointing it)',
+        { path: 'c2.json', reason: 'checkpoint-pending', kept: 1 },
       ],
       ['warn', 'pending-message recovery: 3 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 0 error(s)', { path: 'pending_messages' }],
     ]);
@@ -332,8 +332,8 @@ describe('recovery: the verdicts of a store, and a store that fails', () => {
     expect(logger.lines.map(line)).toEqual([
       [
         'error',
-        `pending-message recovery: kept 3 file(s): SQLITE_CORRUPT at /srv/hermes/state.db (uid ${uid}): database disk image is malformed — fix: restore state.db from a backup.`,
-        { path: 'state.db', code: 'SQLITE_CORRUPT', uid: Number(uid), kept: 3 },
+        `pending-message recovery: 2 file(s) committed, then the store failed; kept 3 file(s): SQLITE_CORRUPT at /srv/hermes/state.db (uid ${uid}): database disk image is malformed — fix: restore state.db from a backup.`,
+        { path: 'state.db', code: 'SQLITE_CORRUPT', uid: Number(uid), kept: 3, committed: 2 },
       ],
       ['warn', 'pending-message recovery: 2 inserted, 0 already committed, 3 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)', { path: 'pending_messages' }],
     ]);
@@ -356,7 +356,7 @@ describe('recovery: options it cannot use', () => {
       const report = recoverPending({ home, store: store as never, logger, onProgress: (d, t) => progress.push([d, t]) });
       const message = `recoverPending needs a store with hasReceipt() and commitRecovered(), got ${got}; nothing was read or changed`;
       const hint = 'pass `store: openSessionDb({ home })` (or another SessionStore).';
-      expect(report).toEqual({ dir: home, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null });
+      expect(report).toEqual({ dir: home, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null, batches: [] });
       expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([
         ['error', `pending-message recovery: EINVALID_OPTION at ${home}: ${message} — fix: ${hint}`, { path: home, code: 'EINVALID_OPTION' }],
       ]);
@@ -454,7 +454,7 @@ describe('recovery: what happens around the store', () => {
     writeSpoolFile(home, 'k.json', json({ kind: 'pending', ts: 1700000001, session_key: SESSION.sessionKey, data: { text: 'by key' } }));
     const store = storeDouble(() => undefined, () => ({ complete: false }));
     const first = recoverPending({ home, store, logger: memoryLogger(), resolveSessionId: () => SESSION.id });
-    expect([first.inserted.map((e) => [base(e.path), e.sessionId, e.removed]), first.kept.map((k) => k.reason)]).toEqual([[['k.json', SESSION.id, false]], ['not-checkpointed']]);
+    expect([first.inserted.map((e) => [base(e.path), e.sessionId, e.removed]), first.kept.map((k) => k.reason)]).toEqual([[['k.json', SESSION.id, false]], ['checkpoint-pending']]);
     const logger = memoryLogger();
     const second = recoverPending({ home, store: { ...store, checkpoint: () => ({ complete: true }) }, logger, resolveSessionId: () => null });
     expect([second.inserted, second.kept, second.alreadyCommitted.map((a) => [base(a.path), a.removed])]).toEqual([[], [], [['k.json', true]]]);
@@ -579,7 +579,7 @@ describe('recovery: what happens around the store', () => {
 });
 
 describe('recovery: a store that fails after the commit', () => {
-  it('a checkpoint that throws: the committed file is kept (not-checkpointed, with the code), the store named once; the next pass removes it', () => {
+  it('a checkpoint that throws: the committed file is kept (checkpoint-pending, with the code), the store named once; the next pass removes it', () => {
     const home = newHome();
     writeSpoolFile(home, 'c.json', payload('c', 1700000001));
     const store = storeDouble(() => undefined, () => {
@@ -589,15 +589,15 @@ describe('recovery: a store that fails after the commit', () => {
     const report = recoverPending({ home, store, logger });
     expect(report.inserted.map((e) => [base(e.path), e.removed])).toEqual([['c.json', false]]);
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
-      ['c.json', 'not-checkpointed', 'committed, but the store failed before the commit could be checkpointed (SQLITE_IOERR)'],
+      ['c.json', 'checkpoint-pending', 'committed, but the store failed before the commit could be checkpointed (SQLITE_IOERR)'],
     ]);
     expect(report.errors.map((e) => [e.path, e.code, e.message])).toEqual([['/srv/hermes/state.db', 'SQLITE_IOERR', 'disk I/O error']]);
     const uid = String(process.geteuid?.() ?? -1);
     expect(logger.lines.map((l) => [l.level, l.message.split(' — fix: ')[0]])).toEqual([
-      ['error', `pending-message recovery: kept 0 file(s): SQLITE_IOERR at /srv/hermes/state.db (uid ${uid}): disk I/O error`],
+      ['error', `pending-message recovery: 1 file(s) committed, then the store failed: SQLITE_IOERR at /srv/hermes/state.db (uid ${uid}): disk I/O error`],
       [
         'warn',
-        'pending-message recovery: kept 1 file(s) (not-checkpointed) (committed; the next pass removes them without inserting them again); the first, c.json: committed, but the store failed before the commit could be checkpointed (SQLITE_IOERR)',
+        'pending-message recovery: kept 1 file(s) (checkpoint-pending): committed; the next pass removes them without inserting them again; the first, c.json: committed, but the store failed before the commit could be checkpointed (SQLITE_IOERR)',
       ],
       ['warn', 'pending-message recovery: 1 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)'],
     ]);
@@ -612,7 +612,7 @@ describe('recovery: a store that fails after the commit', () => {
     const { path: _path, ...unnamed } = storeDouble(() => undefined, () => ({ complete: false, busy: true }));
     const report = recoverPending({ home, store: unnamed, logger: memoryLogger() });
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
-      ['c.json', 'not-checkpointed', 'the checkpoint of the session store did not complete (another connection held it off)'],
+      ['c.json', 'checkpoint-pending', 'the checkpoint of the session store did not complete (another connection was checkpointing it)'],
     ]);
     writeSpoolFile(home, 'x.json', json({ kind: 'pending', ts: 1700000002, data: {} }));
     const broken = recoverPending({ home, store: { ...unnamed, hasReceipt: () => { throw new Error('gone'); } }, logger: memoryLogger() });
@@ -651,7 +651,7 @@ describe('recovery: a store that fails after the commit', () => {
     const lines = logger.lines.map((l) => [l.level, l.message, l.fields?.kept]);
     expect(lines[0]?.[0]).toBe('error');
     expect(String(lines[0]?.[1])).toMatch(
-      new RegExp(`^pending-message recovery: kept 1 recovered file\\(s\\) \\(not-removed\\): EISDIR at ${file} \\(uid ${uid}\\) — fix: .+ Their receipts are committed: the next pass removes them without inserting them again\\.$`),
+      new RegExp(`^pending-message recovery: could not remove 1 recovered file\\(s\\) \\(not-removed\\): EISDIR at ${file} \\(uid ${uid}\\) — fix: .+ Their receipts are committed: the next pass removes them without inserting them again\\.$`),
     );
     expect(lines.slice(1)).toEqual([['warn', 'pending-message recovery: 1 inserted, 0 already committed, 1 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)', undefined]]);
     expect(logger.lines[0]?.fields).toEqual({ path: file, code: 'EISDIR', uid: Number(uid), kept: 1 });
@@ -846,8 +846,8 @@ describe('recovery: the second reading, progress, and the store it is given', ()
     recoverPending({ home, store, logger: memoryLogger(), hooks });
     expect([calls, checkpoints]).toEqual([[], 0]);
     writeSpoolFile(home, 'ok.json', payload('ok', 1700000002));
-    const report = recoverPending({ home, store: { ...store, commitRecovered: (entries) => entries.map((e) => ({ receiptId: e.receiptId, status: 'inserted' as const, rowIds: [1] })) }, logger: memoryLogger(), hooks });
-    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([['ok.json', 'not-checkpointed', 'the checkpoint of /srv/hermes/state.db did not complete']]);
+    const report = recoverPending({ home, store: { ...store, commitRecovered: (entries) => entries.map((e) => ({ receiptId: e.receiptId, status: 'inserted' as const, rowIds: [1] })) }, logger: memoryLogger(), hooks, checkpointRetryMs: 0 });
+    expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([['ok.json', 'checkpoint-pending', 'the checkpoint of /srv/hermes/state.db did not complete']]);
     expect([calls, checkpoints]).toEqual([['commit'], 2]);
   });
 
@@ -977,7 +977,7 @@ describe('recovery: a store named by an empty path, and a pass that only kept fi
     const report = recoverPending({ home, store, logger });
     expect(report.kept.map((k) => [base(k.path), k.reason, k.detail])).toEqual([
       ['e.json', 'no-text', 'data.text is missing or empty'],
-      ['c.json', 'not-checkpointed', 'the checkpoint of the session store did not complete'],
+      ['c.json', 'checkpoint-pending', 'the checkpoint of the session store did not complete'],
     ]);
     const quiet = newHome();
     writeSpoolFile(quiet, 'e.json', json({ kind: 'pending', ts: 1700000002, data: { text: '' } }));

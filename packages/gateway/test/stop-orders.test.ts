@@ -26,7 +26,9 @@ describe('stop contract: listener and signal orders', () => {
     },
   );
 
-  // Every order of stop signals tried: one signal, the same twice, and mixed pairs 10–100 ms apart.
+  // Every order of stop signals tried: one signal, the same twice, and mixed pairs 10–100 ms apart. Each next
+  // signal is sent only once the child has echoed the previous one (it has reached the hook): signals pending at
+  // the same moment are delivered in the kernel's order, not in the order they were sent.
   const orders: (readonly NodeJS.Signals[])[] = [
     ['SIGINT'],
     ['SIGTERM'],
@@ -44,7 +46,21 @@ describe('stop contract: listener and signal orders', () => {
       const order = orders[i] ?? [];
       const home = loopHome();
       const run = await runChild(home, 'hook', (child) => {
-        order.forEach((sig, k) => setTimeout(() => child.kill(sig), k === 0 ? 0 : 10 + Math.floor(Math.random() * 91) * k));
+        let next = 0;
+        let seen = '';
+        const send = (): void => {
+          const sig = order[next];
+          if (sig !== undefined) child.kill(sig);
+        };
+        child.stdout.on('data', (d: Buffer) => {
+          seen += d.toString();
+          const sig = order[next];
+          if (sig === undefined || !seen.includes(`SIGNAL ${sig}\n`)) return;
+          seen = seen.slice(seen.indexOf(`SIGNAL ${sig}\n`) + `SIGNAL ${sig}\n`.length);
+          next++;
+          setTimeout(send, 10 + Math.floor(Math.random() * 91));
+        });
+        send();
       });
       return { order, run, disk: onDisk(home), recovered: recover(home) };
     });

@@ -22,11 +22,11 @@ const EARLIER = 'committed before, not yet removed';
 const TEXTS = [EARLIER, ...Object.values(FLUSHED)];
 
 /** The databases live beside the recorded root, not in it: SQLite's own I/O is not part of the file model. */
-function initialDb(root: string): string {
+export function initialDb(root: string): string {
   return path.join(path.dirname(root), 'initial.db');
 }
 
-type Recover = typeof recoverPending;
+export type Recover = typeof recoverPending;
 
 const UNLINK_FIRST: Mutation = {
   name: 'unlink-before-commit',
@@ -37,7 +37,7 @@ const UNLINK_FIRST: Mutation = {
  * The session-db build must still open the database with WAL and `synchronous = FULL`: the model's "a commit
  * is durable once it returned" rests on it. Anything else stops the check instead of checking a wrong model.
  */
-function assertSynchronousFull(): void {
+export function assertSynchronousFull(): void {
   const require = createRequire(import.meta.url);
   const built = path.join(path.dirname(require.resolve('@hermes/session-db')), 'open.js');
   const text = fs.readFileSync(built, 'utf8');
@@ -47,11 +47,19 @@ function assertSynchronousFull(): void {
 }
 
 /** A copy of the gateway build whose recovery unlinks each batch's files before committing it. */
-async function mutantRecover(): Promise<Recover> {
+function mutantRecover(): Promise<Recover> {
+  return mutantGateway(UNLINK_FIRST.name, 'recover-commit.js', /\n(\s*)(outcomes = this\.#options\.store\.commitRecovered\()/, '\n$1for (const q of queue) this.#remove(q.path);\n$1$2');
+}
+
+/**
+ * `recoverPending` of a copy of the gateway build in which `anchor` of the module `module` is replaced by
+ * `replacement` (a planted bug). An anchor that no longer matches is an error: the mutation would test nothing.
+ */
+export async function mutantGateway(label: string, module: string, anchor: RegExp, replacement: string): Promise<Recover> {
   const require = createRequire(import.meta.url);
   const dist = path.dirname(require.resolve('@hermes/gateway'));
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const dest = path.resolve(here, '..', '..', '.cache', 'mutants', `gateway-${String(process.pid)}`);
+  const dest = path.resolve(here, '..', '..', '.cache', 'mutants', `gateway-${label}-${String(process.pid)}`);
   fs.rmSync(dest, { recursive: true, force: true });
   fs.mkdirSync(dest, { recursive: true });
   // The .js files only, without their source-map comments (the maps name sources relative to the original).
@@ -59,11 +67,10 @@ async function mutantRecover(): Promise<Recover> {
     if (!name.endsWith('.js')) continue;
     fs.writeFileSync(path.join(dest, name), fs.readFileSync(path.join(dist, name), 'utf8').replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'));
   }
-  const file = path.join(dest, 'recover-commit.js');
+  const file = path.join(dest, module);
   const text = fs.readFileSync(file, 'utf8');
-  const anchor = /\n(\s*)(outcomes = this\.#options\.store\.commitRecovered\()/;
-  if (!anchor.test(text)) throw new Error(`${UNLINK_FIRST.name}: the commit call was not found in ${file}; the mutation no longer matches recovery`);
-  fs.writeFileSync(file, text.replace(anchor, '\n$1for (const q of queue) this.#remove(q.path);\n$1$2'));
+  if (!anchor.test(text)) throw new Error(`${label}: ${String(anchor)} was not found in ${file}; the mutation no longer matches recovery`);
+  fs.writeFileSync(file, text.replace(anchor, replacement));
   try {
     const mod = (await import(pathToFileURL(path.join(dest, 'index.js')).href)) as { recoverPending: Recover };
     return mod.recoverPending;
@@ -195,6 +202,8 @@ export function recoveryScenario(): Scenario {
       const db = openSessionDb({ path: file, env });
       try {
         for (const c of state.db) db.commitRecovered((c as DbCommit).entries);
+        // After a power loss nothing of the recorded process runs: a home lock it held names a dead owner.
+        fs.rmSync(path.join(dir, HOME, 'gateway.lock'), { recursive: true, force: true });
         recoverPending({ home: path.join(dir, HOME), env, store: db, resolveSessionId: () => SESSION, logger: silentLogger });
         const counts = countIn(db);
         for (const t of TEXTS) {
