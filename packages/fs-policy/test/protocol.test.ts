@@ -923,7 +923,9 @@ describe('append handle: batching, order and closing', () => {
       return undefined;
     });
     const first = h.append('first\n');
-    for (let i = 0; i < 10 && release === undefined; i++) await new Promise((r) => setImmediate(r));
+    // The write starts after the handle's checks, which go through the thread pool: on a loaded machine that takes
+    // longer than a few turns of the event loop. Wait for it (bounded), then look.
+    for (const until = Date.now() + 10_000; release === undefined && Date.now() < until; ) await new Promise((r) => setTimeout(r, 1));
     expect(events).toEqual(['write-started']);
     const second = h.append('second\n');
     h.closeSync();
