@@ -368,7 +368,7 @@ describe('hermes-fs pending recover', () => {
     const piped = cli(['pending', 'recover', '--home', home]);
     expect(piped.status).toBe(0);
     expect(piped.stderr).toBe('');
-    expect(piped.stdout).toContain('recovered 1201 of 1,201 spool files');
+    expect(piped.stdout).toContain('recovered 1,201 of 1,201 spool files');
     expect(messagesOf(home, seed.sessionId)).toHaveLength(2 + 1201);
 
     const home2 = freshHome();
@@ -380,7 +380,7 @@ describe('hermes-fs pending recover', () => {
     });
     expect(tty.status).toBe(0);
     expect(tty.stdout).toMatch(/recovering \[=+\] 1201\/1201 files/);
-    expect(tty.stdout).toContain('recovered 1201 of 1,201 spool files');
+    expect(tty.stdout).toContain('recovered 1,201 of 1,201 spool files');
   });
 
   it('refuses a missing state.db (exit 2, names --create-db) and creates nothing; --create-db creates it', () => {

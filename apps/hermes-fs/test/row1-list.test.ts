@@ -92,6 +92,10 @@ describe('row 1: pending list shows what killed writers left', () => {
     const text = cli(['pending', 'list', '--home', home], { env: { NO_COLOR: '1', COLUMNS: '220' } });
     expect(text.stdout).toContain('batch of 3 payloads');
     expect(text.stdout).toContain('1 batch file (3 payloads)');
+    // Recovery counts messages, not files: the batch's members are messages of their own (their sessions do not
+    // resolve in a new state.db, so none is inserted; the members are written out as files of their own).
+    const rec = cli(['pending', 'recover', '--create-db', '--home', home], { env: { NO_COLOR: '1' } });
+    expect(rec.stdout).toContain(`recovered 0 of 4 messages (3 messages in 1 batch file) into ${path.join(home, 'state.db')}\n`);
   });
 });
 

@@ -9,7 +9,7 @@ import { acquireGatewayLock, describeHolder, type GatewayLock, GatewayLockError,
 import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
 import { SingleBar } from 'cli-progress';
 import { PROGRESS_THRESHOLD, type RunContext } from '../commands/common.js';
-import { ChunkedWriter, CliError, colorsFor, EXIT, type ExitCode, plural, println } from '../lib/output.js';
+import { ChunkedWriter, CliError, colorsFor, count, EXIT, type ExitCode, plural, println } from '../lib/output.js';
 import { termSafe } from '../lib/term.js';
 import { spoolDirOf, unreadableSpool } from './common.js';
 
@@ -227,7 +227,10 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
   }
   const c = colorsFor(process.stdout);
   if (created) println(`created ${termSafe(dbFile)} (--create-db)`);
-  println(`recovered ${report.inserted.length} of ${plural(report.scanned, 'spool file')} into ${termSafe(dbFile)}`);
+  // A batch file is one spool file holding many messages: its members are counted as messages of their own.
+  const members = report.batches.reduce((n, b) => n + b.members, 0);
+  const found = report.batches.length === 0 ? plural(report.scanned, 'spool file') : `${plural(report.scanned - report.batches.length + members, 'message')} (${plural(members, 'message')} in ${plural(report.batches.length, 'batch file')})`;
+  println(`recovered ${count(report.inserted.length)} of ${found} into ${termSafe(dbFile)}`);
   if (report.alreadyCommitted.length > 0) println(`  ${plural(report.alreadyCommitted.length, 'file')} committed by an earlier pass (receipt found): ${removalOf(report.alreadyCommitted, report)}, nothing duplicated`);
   const unremoved = report.kept.filter((k) => k.reason === 'not-removed').length;
   if (unremoved > 0) println(`  ${c.red('could not remove')} ${plural(unremoved, 'recovered file')} (${unremovedCodes(report)}): the next recovery removes them without inserting them again`);
