@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { atomicWriteSync, FsPolicyError, parseTempName, secureMkdirSync } from '@hermes/fs-policy';
+import { atomicWriteSync, FsPolicyError, parseTempName, secureMkdirSync, selfIdentity } from '@hermes/fs-policy';
 import { batchFileName, serializeBatch } from './batch.js';
 import { targetOf, writeItemSync } from './job-spool.js';
 import type { DrainReason, FailedEntry } from './job-types.js';
@@ -232,19 +232,6 @@ function writeBatch(t: SpoolTarget, entries: readonly Entry[], out: RemainderOut
   out.batches.push(name);
 }
 
-let ownPidNs: string | null | undefined;
-
-/** This process's pid namespace, as fs-policy's temp names carry it (null when it cannot be read). */
-function pidNamespace(): string | null {
-  if (ownPidNs !== undefined) return ownPidNs;
-  try {
-    ownPidNs = /^pid:\[(\d+)\]$/.exec(fs.readlinkSync('/proc/self/ns/pid'))?.[1] ?? null;
-  } catch {
-    ownPidNs = null;
-  }
-  return ownPidNs;
-}
-
 /**
  * Removes, through the job's held spool, the temp files of **this process** (fs-policy's `parseTempName`: its
  * pid and pid namespace) whose payload is on disk — under its final name or in a batch file: copies an
@@ -255,7 +242,7 @@ export function sweepOwnTemps(job: FlushJob): void {
   const onDisk = new Map<string, SpoolTarget>();
   for (const item of job.items) if (item.state === 'written' && item.target !== undefined) onDisk.set(path.basename(item.path), item.target);
   if (onDisk.size === 0) return;
-  const ns = pidNamespace();
+  const ns = selfIdentity().pidns; // the namespace fs-policy's temp names carry
   for (const t of new Set(onDisk.values())) {
     let names: string[];
     try {
