@@ -16,13 +16,11 @@ import {
   flushPendingSync,
   parseBatch,
   recoverPending,
-  type RecoveryBatchEntry,
-  type SessionStore,
   serializeBatch,
 } from '@hermes/gateway';
 import { openSessionDb, type SessionDb } from '@hermes/session-db';
 import type { Mutation, Scenario } from '../scenario.js';
-import { assertSynchronousFull, initialDb, mutantGateway, type Recover } from './recovery.js';
+import { assertSynchronousFull, type DbCommit, initialDb, mutantGateway, type Recover, recordedStore } from './recovery.js';
 import { envFor, filler, FSYNC_MUTATIONS, HOME, isFileFsync, namesIn, readState } from './util.js';
 
 const SPOOL = `${HOME}/pending_messages`;
@@ -177,10 +175,6 @@ const BATCH_REMOVED_EARLY: Mutation = {
   description: 'recovery removes a batch file as soon as it has read it, before its members are committed (a patched copy of the gateway build)',
 };
 
-interface DbCommit {
-  readonly entries: readonly RecoveryBatchEntry[];
-}
-
 function recoverScenario(): Scenario {
   return {
     protocol: 'gateway recoverPending of a batch file (batches of 2)',
@@ -207,22 +201,7 @@ function recoverScenario(): Scenario {
       const file = path.join(path.dirname(root), 'run.db');
       fs.copyFileSync(initialDb(root), file);
       const db = openSessionDb({ path: file, env: envFor(root) });
-      let tx = 0;
-      const store: SessionStore = {
-        hasReceipt: (id) => db.hasReceipt(id),
-        commitRecovered: (entries) => {
-          const id = ++tx;
-          rec.dbBegin(id);
-          const outcomes = db.commitRecovered(entries);
-          rec.dbCommit(id, { entries } satisfies DbCommit);
-          return outcomes;
-        },
-        checkpoint: () => {
-          const c = db.checkpoint();
-          rec.dbCheckpoint(c.complete);
-          return c;
-        },
-      };
+      const store = recordedStore(db, rec);
       const restore = rec.interposeFs();
       let inserted: number;
       let removed: boolean | undefined;

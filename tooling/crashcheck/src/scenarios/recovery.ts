@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { silentLogger } from '@hermes/fs-policy';
 import { flushPendingSync, recoverPending, type RecoveryBatchEntry, type RecoveryReport, type SessionStore } from '@hermes/gateway';
 import { openSessionDb, type SessionDb } from '@hermes/session-db';
+import type { Recorder } from '../recorder.js';
 import type { Mutation, Scenario } from '../scenario.js';
 import { MESSAGES as FLUSHED } from './gateway.js';
 import { envFor, HOME, namesIn, readState } from './util.js';
@@ -79,8 +80,39 @@ export async function mutantGateway(label: string, module: string, anchor: RegEx
   }
 }
 
-interface DbCommit {
+/** What a recorded database commit holds: the entries recovery committed. */
+export interface DbCommit {
   readonly entries: readonly RecoveryBatchEntry[];
+}
+
+/**
+ * The session store a recovery scenario runs against: `db`'s own, with every commit and checkpoint recorded in
+ * the crash recording (a commit as begun and returned, a checkpoint with whether it copied every frame).
+ */
+export function recordedStore(db: SessionDb, rec: Recorder): SessionStore {
+  let tx = 0;
+  const store: SessionStore = {
+    hasReceipt: (id) => db.hasReceipt(id),
+    commitRecovered: (entries) => {
+      const id = ++tx;
+      rec.dbBegin(id);
+      const outcomes = db.commitRecovered(entries);
+      rec.dbCommit(id, { entries } satisfies DbCommit);
+      return outcomes;
+    },
+  };
+  // A store that can checkpoint (the stop contract of issue 13) is passed through, and its checkpoints recorded.
+  const checkpoint = (db as unknown as { checkpoint?: () => { complete: boolean } }).checkpoint;
+  if (typeof checkpoint === 'function') {
+    Object.assign(store, {
+      checkpoint: () => {
+        const r = checkpoint.call(db);
+        rec.dbCheckpoint(r.complete);
+        return r;
+      },
+    });
+  }
+  return store;
 }
 
 function textsOf(entries: readonly RecoveryBatchEntry[]): string[] {
@@ -153,28 +185,7 @@ export function recoveryScenario(): Scenario {
       const file = path.join(path.dirname(root), 'run.db');
       fs.copyFileSync(initialDb(root), file);
       const db = openSessionDb({ path: file, env: envFor(root) });
-      let tx = 0;
-      const store: SessionStore = {
-        hasReceipt: (id) => db.hasReceipt(id),
-        commitRecovered: (entries) => {
-          const id = ++tx;
-          rec.dbBegin(id);
-          const outcomes = db.commitRecovered(entries);
-          rec.dbCommit(id, { entries } satisfies DbCommit);
-          return outcomes;
-        },
-      };
-      // A store that can checkpoint (the stop contract of issue 13) is passed through, and its checkpoints recorded.
-      const checkpoint = (db as unknown as { checkpoint?: () => { complete: boolean } }).checkpoint;
-      if (typeof checkpoint === 'function') {
-        Object.assign(store, {
-          checkpoint: () => {
-            const r = checkpoint.call(db);
-            rec.dbCheckpoint(r.complete);
-            return r;
-          },
-        });
-      }
+      const store = recordedStore(db, rec);
       let report: RecoveryReport;
       const restore = rec.interposeFs();
       try {
