@@ -65,15 +65,11 @@ export {
   type PendingValue,
   type SpoolPayload,
 } from './payload.js';
+export { compareSpoolEntries, listSpool, readSpoolFile, scanSpool, spoolEntryTime, type SpoolFile } from './list.js';
 export {
   SPOOL_ENTRY_KINDS,
   SPOOL_ENTRY_PROBLEMS,
   SPOOL_PREVIEW_LENGTH,
-  compareSpoolEntries,
-  listSpool,
-  readSpoolFile,
-  scanSpool,
-  spoolEntryTime,
   type ListSpoolOptions,
   type ScanSpoolOptions,
   type SpoolEntry,
@@ -81,9 +77,8 @@ export {
   type SpoolEntryKind,
   type SpoolEntryProblem,
   type SpoolEntryWithContent,
-  type SpoolFile,
   type SpoolFileType,
-} from './list.js';
+} from './list-types.js';
 export { spoolFileId } from './names.js';
 export {
   DEFAULT_RECOVERY_BATCH_SIZE,
@@ -105,19 +100,16 @@ export {
   type ShutdownOutcome,
 } from './shutdown.js';
 export { SPOOL_KIND, spoolLocation, type SpoolLocation, type SpoolLocationOptions } from './spool.js';
+export { spoolStats, type SpoolAge, type SpoolStats, type SpoolStatsOptions } from './stats.js';
 export {
   prune,
-  spoolStats,
   type PruneCandidate,
   type PruneCategory,
   type PruneKept,
   type PruneKeptReason,
   type PruneOptions,
   type PruneReport,
-  type SpoolAge,
-  type SpoolStats,
-  type SpoolStatsOptions,
-} from './stats.js';
+} from './prune.js';
 export type { RecoveredRow, RecoveryBatchEntry, RecoveryCommitOutcome, SessionStore } from './store.js';
 export {
   BATCH_FILE_PATTERN,

@@ -11,20 +11,6 @@ import { inspect, spoolNameClass } from './list-read.js';
 import type { ListSpoolOptions, ScanSpoolOptions, SpoolEntry, SpoolEntryWithContent } from './list-types.js';
 import { spoolLocation } from './spool.js';
 
-export {
-  SPOOL_ENTRY_KINDS,
-  SPOOL_ENTRY_PROBLEMS,
-  SPOOL_PREVIEW_LENGTH,
-  type ListSpoolOptions,
-  type ScanSpoolOptions,
-  type SpoolEntry,
-  type SpoolEntryContent,
-  type SpoolEntryKind,
-  type SpoolEntryProblem,
-  type SpoolEntryWithContent,
-  type SpoolFileType,
-} from './list-types.js';
-
 function codeOf(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : 'EUNKNOWN';

@@ -5,16 +5,6 @@ import { readSpoolPayload } from './read.js';
 import { codeOf, heldOr, listDir, statFiles } from './spool-dir.js';
 import { spoolLocation, type SpoolLocationOptions } from './spool.js';
 
-export {
-  prune,
-  type PruneCandidate,
-  type PruneCategory,
-  type PruneKept,
-  type PruneKeptReason,
-  type PruneOptions,
-  type PruneReport,
-} from './prune.js';
-
 export interface SpoolStatsOptions extends SpoolLocationOptions {
   /** The clock, epoch milliseconds (tests). */
   now?: number;
