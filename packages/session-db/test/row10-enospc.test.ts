@@ -23,14 +23,23 @@ function fill(dir: string): void {
   }
 }
 
+/** Runs `body` with a fresh home (0700) on a 512 KiB tmpfs mounted for it, unmounted afterwards. */
+function onSmallTmpfs(body: (home: string) => void): void {
+  const mnt = path.join(tempDir(), 'small');
+  fs.mkdirSync(mnt);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=0755', 'tmpfs', mnt]);
+  try {
+    const home = path.join(mnt, 'home');
+    fs.mkdirSync(home, { mode: 0o700 });
+    body(home);
+  } finally {
+    execFileSync('umount', [mnt]);
+  }
+}
+
 describeNeeds(['mount'], 'row 10: a full disk under state.db (a real 512 KiB tmpfs)', () => {
   it('a commit on a full disk fails with ENOSPC, SQLite code kept, free space measured; the hint claims nothing about earlier commits', () => {
-    const mnt = path.join(tempDir(), 'small');
-    fs.mkdirSync(mnt);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=0755', 'tmpfs', mnt]);
-    try {
-      const home = path.join(mnt, 'home');
-      fs.mkdirSync(home, { mode: 0o700 });
+    onSmallTmpfs((home) => {
       const db = openSessionDb({ home });
       db.createSession({ id: 's1', source: 'cli', startedAt: 1700000000 });
       db.commitRecovered([{ receiptId: 'r0', fileName: 'f0', rows: [{ sessionId: 's1', role: 'user', content: 'before', timestamp: 1700000001 }] }]);
@@ -53,18 +62,11 @@ describeNeeds(['mount'], 'row 10: a full disk under state.db (a real 512 KiB tmp
       expect(db.hasReceipt('r0')).toBe(true);
       expect(db.hasReceipt('r1')).toBe(false);
       db.close();
-    } finally {
-      execFileSync('umount', [mnt]);
-    }
+    });
   });
 
   it('opening state.db on a full disk (the -shm cannot grow: SQLITE_IOERR_SHMSIZE) is ENOSPC', () => {
-    const mnt = path.join(tempDir(), 'small');
-    fs.mkdirSync(mnt);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=0755', 'tmpfs', mnt]);
-    try {
-      const home = path.join(mnt, 'home');
-      fs.mkdirSync(home, { mode: 0o700 });
+    onSmallTmpfs((home) => {
       const first = openSessionDb({ home });
       first.createSession({ id: 's1', source: 'cli', startedAt: 1700000000 });
       first.close();
@@ -74,8 +76,6 @@ describeNeeds(['mount'], 'row 10: a full disk under state.db (a real 512 KiB tmp
       console.log(`row10 ENOSPC at open: code ${err.code}, sqliteCode ${String(err.sqliteCode)}; ${err.message}`);
       expect([err.code, err.sqliteCode]).toEqual(['ENOSPC', 'SQLITE_IOERR_SHMSIZE']);
       expect(err.message).toBe(`cannot prepare ${file}: the filesystem holding state.db is full (0 bytes available); SQLite reported SQLITE_IOERR_SHMSIZE: disk I/O error`);
-    } finally {
-      execFileSync('umount', [mnt]);
-    }
+    });
   });
 });
