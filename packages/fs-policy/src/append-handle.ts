@@ -5,6 +5,7 @@ import { op } from './internal/steps.js';
 import type { AppendOpenInfo, AppendOptions, Opened } from './append-open.js';
 import { type RecordTarget, writeRecordPlan } from './append-record.js';
 import { bytesOf, serializeJsonText } from './atomic.js';
+import { BatchQueue, Pending, promiseOf } from './append-batch.js';
 
 /**
  * An open append-only file for hot paths: the same guarantees as privateAppend without an open per record.
@@ -39,23 +40,6 @@ export interface AppendHandle extends AppendOpenInfo {
   readonly closed: boolean;
 }
 
-/** Upper bound of one group commit, so a burst never builds one huge buffer. */
-const GROUP_COMMIT_BYTES = 1 << 20;
-
-interface Pending {
-  /** Kept as a string until the batch is written: one encode per batch instead of one per record. */
-  rec: string | Uint8Array;
-  bytes: number;
-  resolve: (n: number) => void;
-  reject: (err: unknown) => void;
-}
-
-function encodeBatch(batch: readonly Pending[]): Uint8Array {
-  return batch.every((b) => typeof b.rec === 'string')
-    ? Buffer.from(batch.map((b) => b.rec as string).join(''), 'utf8')
-    : Buffer.concat(batch.map((b) => (typeof b.rec === 'string' ? Buffer.from(b.rec, 'utf8') : b.rec)));
-}
-
 function joinRecords(records: readonly (string | Uint8Array)[], file: string): Uint8Array {
   return Buffer.concat(records.map((r) => bytesOf(r, file)));
 }
@@ -80,30 +64,22 @@ export function makeHandle(opened: Opened, options: AppendOptions): AppendHandle
   let fdClosed = false;
   let closeError: FsPolicyError | undefined;
   let closing: Promise<void> | undefined;
-  const queue: Pending[] = [];
+  const queue = new BatchQueue();
   let draining: Promise<void> | undefined;
   let inFlight = false;
   const ensureOpen = (): void => {
     if (closed) throw closedError(file);
   };
-  const takeBatch = (): Pending[] => {
-    let bytes = 0;
-    let count = 0;
-    while (count < queue.length && (count === 0 || bytes + (queue[count]?.bytes ?? 0) <= GROUP_COMMIT_BYTES)) {
-      bytes += queue[count]?.bytes ?? 0;
-      count++;
-    }
-    return queue.splice(0, count);
-  };
   /** Writes everything still queued, synchronously, in order (sync calls and closeSync come after it). */
   const flushQueueSync = (): void => {
-    while (queue.length > 0) {
-      const batch = takeBatch();
+    while (queue.pending) {
+      // A batch of the async drain may still be in the kernel: its buffer is not reused then.
+      const { records, data } = queue.take(!inFlight);
       try {
-        runSync(writeRecordPlan(target, encodeBatch(batch)));
-        for (const b of batch) b.resolve(b.bytes);
+        runSync(writeRecordPlan(target, data));
+        for (const b of records) b.resolve(b.bytes);
       } catch (err) {
-        for (const b of batch) b.reject(err);
+        for (const b of records) b.reject(err);
       }
     }
   };
@@ -111,7 +87,7 @@ export function makeHandle(opened: Opened, options: AppendOptions): AppendHandle
     if (fdClosed) return;
     fdClosed = true;
     // Unreachable while the close protocol holds (nothing is queued after a close began); never leave a promise pending.
-    for (const b of queue.splice(0)) b.reject(closedError(file));
+    for (const b of queue.takeAll()) b.reject(closedError(file));
     try {
       runSync(op('close', file, 'close', fd));
     } catch (err) {
@@ -120,14 +96,14 @@ export function makeHandle(opened: Opened, options: AppendOptions): AppendHandle
   };
   const drain = async (): Promise<void> => {
     await Promise.resolve(); // let appends issued in this turn join the first batch
-    while (queue.length > 0 && !fdClosed) {
-      const batch = takeBatch();
+    while (queue.pending && !fdClosed) {
+      const { records, data } = queue.take(true);
       inFlight = true;
       try {
-        await runAsync(writeRecordPlan(target, encodeBatch(batch)));
-        for (const b of batch) b.resolve(b.bytes);
+        await runAsync(writeRecordPlan(target, data));
+        for (const b of records) b.resolve(b.bytes);
       } catch (err) {
-        for (const b of batch) b.reject(err);
+        for (const b of records) b.reject(err);
       } finally {
         inFlight = false;
       }
@@ -139,21 +115,24 @@ export function makeHandle(opened: Opened, options: AppendOptions): AppendHandle
     ensureOpen();
     const bytes = typeof rec === 'string' ? Buffer.byteLength(rec, 'utf8') : rec.length;
     if (bytes === 0) return Promise.resolve(0);
-    return new Promise<number>((resolve, reject) => {
-      queue.push({ rec, bytes, resolve, reject });
-      draining ??= drain();
-    });
+    const record = new Pending(rec, bytes);
+    const settled = promiseOf(record);
+    queue.push(record);
+    draining ??= drain();
+    return settled;
   };
   const writeNowSync = (data: Uint8Array): number => {
     ensureOpen();
     flushQueueSync();
     return runSync(writeRecordPlan(target, data));
   };
+  /** A refusal (closed handle, data that cannot be written) as a rejected promise, never a throw. */
+  const rejected = (err: unknown): Promise<never> => Promise.reject(err instanceof Error ? err : new Error(String(err)));
   const later = <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return fn();
     } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return rejected(err);
     }
   };
   return {
@@ -166,19 +145,31 @@ export function makeHandle(opened: Opened, options: AppendOptions): AppendHandle
       return closed;
     },
     append(record) {
-      return later(() => enqueue(typeof record === 'string' ? record : bytesOf(record, file)));
+      try {
+        return enqueue(typeof record === 'string' ? record : bytesOf(record, file));
+      } catch (err) {
+        return rejected(err);
+      }
     },
     appendSync(record) {
       return writeNowSync(bytesOf(record, file));
     },
     appendJson(value) {
-      return later(() => enqueue(serializeJsonText(value, file, { indent: 0 })));
+      try {
+        return enqueue(serializeJsonText(value, file, { indent: 0 }));
+      } catch (err) {
+        return rejected(err);
+      }
     },
     appendJsonSync(value) {
       return writeNowSync(Buffer.from(serializeJsonText(value, file, { indent: 0 }), 'utf8'));
     },
     appendMany(records) {
-      return later(() => enqueue(joinRecords(records, file)));
+      try {
+        return enqueue(joinRecords(records, file));
+      } catch (err) {
+        return rejected(err);
+      }
     },
     appendManySync(records) {
       return writeNowSync(joinRecords(records, file));

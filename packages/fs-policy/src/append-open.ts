@@ -107,7 +107,7 @@ export function* openAppendPlan(file: string, options: AppendOptions, env: Herme
         // A FIFO, socket or device opens read-write without blocking; it is refused here, before any write.
         if (!st.isFile() && !st.isDirectory() && !st.isSymbolicLink()) throw notRegular(target);
         // Checked on the descriptor: what was opened is what is written to.
-        verifyForAppend(target, st, kind, env, yield* homeOwnerPlan(reached, env, held));
+        verifyForAppend(target, st, kind, env, yield* homeOwnerPlan(reached, env, held), reached.uid);
       }
       const out = yield* movedOut(reached, dir, env, held);
       if (out !== undefined) {

@@ -7,7 +7,7 @@
  */
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
-import { currentGid, currentUid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { currentGid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import type { HermesEnvironment } from './env.js';
 import { call, O, type Plan } from './internal/io.js';
 import { at, type DirRef, fsyncDir, lstatAt } from './internal/resolve.js';
@@ -30,6 +30,8 @@ export interface Commit {
   /** The kind applies HERMES_UID/HERMES_GID to new files. */
   readonly ownership: boolean;
   readonly env: HermesEnvironment;
+  /** The effective uid the write acts as (read once, when its directory was reached). */
+  readonly uid: number;
   readonly durable: Durability;
   /** false: fail with EEXIST rather than replace (no-clobber create). */
   readonly overwrite: boolean;
@@ -103,7 +105,7 @@ function* commitSteps(c: Commit, warnings: string[], leftovers: string[]): Plan<
     tmpExists = true;
     yield* writeAll(fd, real, tmp, data);
     yield* op('fchmod', real, 'fchmod', fd, c.finalMode);
-    yield* applyOwner(fd, tmp, c.existing, c.ownership, c.env, warnings);
+    yield* applyOwner(fd, tmp, c.existing, c.ownership, c.env, c.uid, warnings);
     // The identity of the new version: a rollback touches the target only while it is still this inode.
     let mine = c.durable === 'file+dir' ? yield* op('fsync', real, 'fstat', fd) : undefined;
     yield* op('fsync', real, 'fsync', fd);
@@ -226,7 +228,7 @@ function* exclusivePublishPlan(c: Commit, warnings: string[], leftovers: string[
       });
     }
     yield* op('fchmod', real, 'fchmod', fd, c.finalMode);
-    yield* applyOwner(fd, real, undefined, c.ownership, c.env, warnings);
+    yield* applyOwner(fd, real, undefined, c.ownership, c.env, c.uid, warnings);
     yield* op('fsync', real, 'fsync', fd);
     open = false;
     yield* op('close', real, 'close', fd);
@@ -324,9 +326,9 @@ function* applyOwner(
   existing: fs.Stats | undefined,
   ownership: boolean,
   env: HermesEnvironment,
+  uid: number,
   warnings: string[],
 ): Plan<void> {
-  const uid = currentUid();
   let wantUid = -1;
   let wantGid = -1;
   if (existing !== undefined) {

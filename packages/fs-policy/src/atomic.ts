@@ -79,7 +79,7 @@ export function* atomicWritePlan(
     }
     // As root, only a file of root, the home's owner or HERMES_UID is replaced (and keeps that owner).
     const homeOwner = existing === undefined ? undefined : yield* homeOwnerPlan(reached, env, held);
-    const inherit = existing === undefined ? false : verifyForReplace(real, existing, kind, env, homeOwner, warnings).inheritMode;
+    const inherit = existing === undefined ? false : verifyForReplace(real, existing, kind, env, homeOwner, warnings, reached.uid).inheritMode;
     const finalMode = selectFileMode({
       explicit: options.mode,
       existing: inherit ? existing?.mode : undefined,
@@ -96,6 +96,7 @@ export function* atomicWritePlan(
         existing,
         ownership: kind.ownership,
         env,
+        uid: reached.uid,
         durable,
         overwrite: options.overwrite !== false,
         guard: () => movedOut(reached, dir, env, held),

@@ -149,16 +149,30 @@ export function createMoaTracer(options: MoaTracerOptions): MoaTracer {
   let failed = 0;
   let lastError: Error | null = null;
 
+  // The append options are the same for every turn: built (and the environment checked) once, on the first
+  // write. Only invariants of this tracer are kept; the directory chain is still checked by every append.
+  let appendOptions: AppendOptions | undefined;
   const policy = (): { append: AppendOptions } => {
+    if (appendOptions !== undefined) return { append: appendOptions };
     env ??= loadEnvironment(options.vars === undefined ? { home } : { home, env: options.vars });
     if (path.resolve(env.home) !== home) {
       throw new TypeError(`moa-trace: options.env was loaded for ${env.home}, not for the home ${home}`);
     }
-    return { append: { kind: 'moa-traces', env, root, fsync: options.fsync === true } };
+    appendOptions = Object.freeze({ kind: 'moa-traces', env, root, fsync: options.fsync === true });
+    return { append: appendOptions };
   };
 
-  const pathFor = (sessionId: string | null | undefined): string | null =>
-    traceDir === null ? null : path.join(traceDir, traceFileName(sessionId));
+  // A session writes many turns: its file name (a pure function of the id) is derived once per session.
+  let lastId: string | null | undefined;
+  let lastPath: string | null = null;
+  const pathFor = (sessionId: string | null | undefined): string | null => {
+    if (traceDir === null) return null;
+    if (lastPath === null || sessionId !== lastId) {
+      lastPath = path.join(traceDir, traceFileName(sessionId));
+      lastId = sessionId;
+    }
+    return lastPath;
+  };
 
   const succeed = (r: AppendResult, extra: Pick<MoaRecordResult, 'uiEvent' | 'aggregatorInputMessages'>): MoaRecordResult => {
     written += 1;

@@ -1,5 +1,5 @@
 /** Whose files root may write into or replace: root and the home's owner (threat model rule 4). */
-import { currentUid, errnoCode, toPolicyError } from '../errors.js';
+import { errnoCode, toPolicyError } from '../errors.js';
 import { trustedOwners } from '../heldfile.js';
 import type { HermesEnvironment } from '../env.js';
 import { call, type Plan } from './io.js';
@@ -13,7 +13,7 @@ import { type Held, statOf } from './resolve.js';
  * `unprivileged`: also for a process that is not root (the owners {@link trustedUseOwners} trusts).
  */
 export function* homeOwnerPlan(reached: Reached, env: HermesEnvironment, held: Held, unprivileged = false): Plan<number | undefined> {
-  if (currentUid() !== 0 && !unprivileged) return undefined;
+  if (reached.uid !== 0 && !unprivileged) return undefined;
   if (reached.root.path === env.home) return (yield* statOf(reached.root, held)).uid;
   try {
     return (yield* call('resolve', env.home, 'stat', env.home)).uid;

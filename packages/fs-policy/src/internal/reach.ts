@@ -28,6 +28,11 @@ export interface Reached {
   /** Levels created by this call, outermost first. */
   readonly created: readonly string[];
   readonly warnings: readonly string[];
+  /**
+   * The effective uid this operation acts as, read once when the directory was reached: every owner check of
+   * the operation uses it (no second `geteuid` per check, and one identity for the whole call).
+   */
+  readonly uid: number;
 }
 
 export interface ReachOptions {
@@ -85,7 +90,11 @@ interface Scope {
 }
 
 function scopeFor(target: string, env: HermesEnvironment, root: string | undefined): Scope {
-  const around = [env.home, ...(root === undefined ? [] : [path.resolve(root)])].filter((r) => isInside(target, r));
+  if (root === undefined) {
+    // The common case (no explicit root), without building and sorting a list: the home, or nothing.
+    return isInside(target, env.home) ? { trustTop: env.home, containment: env.home } : { trustTop: target, containment: undefined };
+  }
+  const around = [env.home, path.resolve(root)].filter((r) => isInside(target, r));
   if (around.length === 0) return { trustTop: target, containment: undefined };
   const sorted = [...around].sort((a, b) => a.length - b.length);
   return { trustTop: sorted[0] ?? target, containment: sorted[sorted.length - 1] };
@@ -121,12 +130,13 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
   const walkSpec = createSpecFor(options, env, warnings, created);
   const toContainment = containment === undefined ? [] : componentsBelow(trustTop, containment);
   const below = containment === undefined ? [] : componentsBelow(containment, target);
-  const privileged = isPrivileged();
+  const uid = currentUid();
+  const privileged = uid === 0;
 
   // Stage 1: the trusted top, opened by path.
   let top: RootRef;
   let stack: DirRef[];
-  const firstBelow = [...toContainment, ...below][0];
+  const firstBelow = toContainment[0] ?? below[0];
   if (!privileged && containment !== undefined && firstBelow !== undefined && anchorMode() === 'procfd') {
     // The common case, one open shorter: the first level below the top opened as `<top>/<first>` without
     // following a link there — the same lookup as opening the top and then the level relative to it. Any
@@ -190,7 +200,7 @@ export function* reachDirPlan(dir: string, options: ReachOptions, held: Held): P
       walked = [root];
     }
     walked = yield* walkPlan(root, walked, below.slice(Math.max(0, done - toContainment.length)), spec, held);
-    return { root, contained: containment !== undefined, stack: walked, dir: walked[walked.length - 1] ?? root, created, warnings };
+    return { root, contained: containment !== undefined, stack: walked, dir: walked[walked.length - 1] ?? root, created, warnings, uid };
   }
 }
 

@@ -127,6 +127,9 @@ export function checkName(name: string, display: string): void {
   }
 }
 
+/** A `..` component: between separators (`/` or `\\`) or the ends of the string. */
+const DOTDOT_COMPONENT = /(?:^|[\\/])\.\.(?:[\\/]|$)/u;
+
 /**
  * Checks a caller's path before it is normalised: a NUL byte or a `..` component is refused (a path that
  * climbs is ambiguous once links are involved, and nothing in Hermes needs one).
@@ -135,7 +138,7 @@ export function checkRawPath(raw: string): void {
   if (raw.includes('\0')) {
     throw new FsPolicyError({ code: 'EINVALID_PATH', step: 'resolve', path: raw.replace(/\0/g, '\\0'), message: `path contains a NUL byte` });
   }
-  if (raw.split(/[\\/]/).includes('..')) {
+  if (DOTDOT_COMPONENT.test(raw)) {
     throw new FsPolicyError({ code: 'EINVALID_PATH', step: 'resolve', path: raw, message: `path ${JSON.stringify(raw)} contains a '..' component; pass a normalised path` });
   }
 }

@@ -11,9 +11,9 @@ import { fileCeilingFor, formatMode, getKind, type KindRef } from '../registry.j
  * The uids whose files the runtime may write into or replace. As root: root and the home's owner — never the
  * owner of an explicit root or of the file itself — plus HERMES_UID where the kind applies ownership (the
  * owner root gives such files). Otherwise: this process's uid, plus HERMES_UID where the kind applies it.
+ * `uid`: the effective uid the operation acts as (read once per operation; default: read now).
  */
-export function allowedOwners(env: HermesEnvironment, homeOwner: number | undefined, ref: KindRef): ReadonlySet<number> {
-  const uid = currentUid();
+export function allowedOwners(env: HermesEnvironment, homeOwner: number | undefined, ref: KindRef, uid = currentUid()): ReadonlySet<number> {
   const set = new Set<number>([uid]);
   if (env.uid !== undefined && getKind(ref).ownership) set.add(env.uid);
   if (uid === 0 && homeOwner !== undefined) set.add(homeOwner);
@@ -27,8 +27,16 @@ export function checkRegular(p: string, st: fs.Stats, step: 'resolve' | 'verify'
 }
 
 /** The file must be owned by one of {@link allowedOwners}, or EFOREIGN_OWNER names its owner. */
-export function checkOwner(p: string, st: fs.Stats, env: HermesEnvironment, homeOwner: number | undefined, ref: KindRef, what: string): void {
-  const owners = allowedOwners(env, homeOwner, ref);
+export function checkOwner(
+  p: string,
+  st: fs.Stats,
+  env: HermesEnvironment,
+  homeOwner: number | undefined,
+  ref: KindRef,
+  what: string,
+  uid = currentUid(),
+): void {
+  const owners = allowedOwners(env, homeOwner, ref, uid);
   if (!owners.has(st.uid)) {
     throw new FsPolicyError({
       code: 'EFOREIGN_OWNER',
@@ -40,9 +48,9 @@ export function checkOwner(p: string, st: fs.Stats, env: HermesEnvironment, home
 }
 
 /** Append: a regular file of ours, one link, no write access for others beyond the kind's ceiling. */
-export function verifyForAppend(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, homeOwner: number | undefined): void {
+export function verifyForAppend(p: string, st: fs.Stats, ref: KindRef, env: HermesEnvironment, homeOwner: number | undefined, uid = currentUid()): void {
   checkRegular(p, st, 'verify');
-  checkOwner(p, st, env, homeOwner, ref, 'append to');
+  checkOwner(p, st, env, homeOwner, ref, 'append to', uid);
   if (st.nlink !== 1) {
     throw new FsPolicyError({
       code: 'EHARDLINK',
@@ -75,9 +83,10 @@ export function verifyForReplace(
   env: HermesEnvironment,
   homeOwner: number | undefined,
   warnings: string[],
+  uid = currentUid(),
 ): { inheritMode: boolean } {
   checkRegular(p, st, 'resolve');
-  checkOwner(p, st, env, homeOwner, ref, 'replace');
+  checkOwner(p, st, env, homeOwner, ref, 'replace', uid);
   const ceiling = fileCeilingFor(ref, env);
   const mode = st.mode & 0o777;
   if (st.nlink > 1) {
