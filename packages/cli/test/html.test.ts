@@ -73,11 +73,15 @@ function dumpDom(file: string): string {
 describe('HTML: one self-contained, inert page', () => {
   it('every piece of message text is escaped; no tag, handler or link comes from a message', () => {
     const html = renderConversation(CONVERSATION, 'html');
-    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`);
+    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'none'; img-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">`);
     expect(html).toContain('&lt;script&gt;document.title = &#39;PW&#39; + &#39;NED&#39;&lt;/script&gt;');
-    expect(html).toContain('&lt;/textarea&gt;&lt;script&gt;');
+    // Odd entries are the assistant's, rendered from Markdown with raw HTML off: tags are text in a paragraph.
+    expect(html).toContain(`<p>&lt;/textarea&gt;&lt;script&gt;document.body.append('PW' + 'NED')&lt;/script&gt;</p>`);
     expect(html).toContain('He said &quot;hi&quot; &amp; she said &#39;bye&#39; &lt;b&gt;bold?&lt;/b&gt;');
-    expect(html).toContain('&lt;img src=x onerror=&quot;document.title = &#39;PW&#39; + &#39;NED&#39;&quot;&gt;');
+    expect(html).toContain(`<p>&lt;img src=x onerror=&quot;document.title = 'PW' + 'NED'&quot;&gt;</p>`);
+    expect(html).toContain(
+      `<p>&lt;/div&gt;&lt;/section&gt;&lt;/main&gt;&lt;iframe srcdoc=&quot;&lt;script&gt;parent.document.title='PW'+'NED'&lt;/script&gt;&quot;&gt;&lt;/iframe&gt;</p>`,
+    );
     expect(html).toContain(
       'click &lt;a href=&quot;javascript:document.title=&#39;PW&#39;+&#39;NED&#39;&quot;&gt;here&lt;/a&gt; or javascript:alert(1) or https://example.com/?a=1&amp;b=2',
     );
@@ -90,7 +94,7 @@ describe('HTML: one self-contained, inert page', () => {
     const tags = html.match(/<\/?[A-Za-z][^>]*>/g) ?? [];
     const names = [...new Set(tags.map((t) => /^<\/?([A-Za-z0-9]+)/.exec(t)?.[1]?.toLowerCase()))].sort();
     expect(names).toEqual(
-      ['body', 'code', 'dd', 'details', 'div', 'dl', 'dt', 'h1', 'h2', 'head', 'header', 'html', 'main', 'meta', 'section', 'span', 'style', 'summary', 'title'],
+      ['body', 'code', 'dd', 'details', 'div', 'dl', 'dt', 'h1', 'h2', 'head', 'header', 'html', 'main', 'meta', 'p', 'pre', 'section', 'span', 'style', 'summary', 'title'],
     );
     const attributes = [...new Set(tags.flatMap((t) => [...t.replace(/"[^"]*"/g, '""').matchAll(/\s([A-Za-z-]+)=/g)].map((m) => m[1])))].sort();
     expect(attributes).toEqual(['charset', 'class', 'content', 'http-equiv', 'lang', 'name']);

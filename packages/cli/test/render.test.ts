@@ -59,6 +59,14 @@ const EXPECTED_MD = `# Session: Weather check
 - Started: 2025-01-02T03:04:05Z
 - Messages: 5
 
+## System - 2025-01-02T03:04:05Z
+
+<details><summary>System prompt</summary>
+
+You are Hermes.
+
+</details>
+
 ## User - 2025-01-02T03:04:06Z
 
 \`\`\`text
@@ -67,9 +75,7 @@ What is the weather in Paris?
 
 ## Assistant - 2025-01-02T03:04:07Z
 
-\`\`\`text
 Let me check.
-\`\`\`
 
 <details><summary>Tool call: get_weather</summary>
 
@@ -93,9 +99,7 @@ Let me check.
 
 ## Assistant - 2025-01-02T03:04:09Z
 
-\`\`\`text
 It is 18 °C and clear in Paris.
-\`\`\`
 `;
 
 describe('JSON and Markdown output, against hand-written text', () => {
@@ -106,7 +110,7 @@ describe('JSON and Markdown output, against hand-written text', () => {
     expect(r.bytes).toBe(Buffer.byteLength(EXPECTED_JSON));
   });
 
-  it('Markdown: heading, metadata bullets, one section per message, tool rows in <details>', async () => {
+  it('Markdown: heading, metadata bullets, one section per message, system prompt and tool rows in <details>, answers as Markdown', async () => {
     const r = await saveConversation(CONVERSATION, { home: freshHome(), format: 'md', env: UNMANAGED });
     expect(r.format).toBe('md');
     expect(r.path.endsWith('.md')).toBe(true);

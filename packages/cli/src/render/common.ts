@@ -128,9 +128,9 @@ export function roleLabel(role: string): string {
   return titled.trim() === '' ? 'Message' : titled;
 }
 
-/** The messages a reader sees: every message but the system prompt(s), which stay in the JSON format only. */
+/** The messages a reader sees: every message, system prompts included (shown collapsed by both renderers). */
 export function visibleMessages(snapshot: NormalizedSnapshot): readonly SnapshotMessage[] {
-  return snapshot.messages.filter((m) => m.role !== 'system');
+  return snapshot.messages;
 }
 
 /** The session's display title: its title, else its id, else `unknown` (as the reference). */

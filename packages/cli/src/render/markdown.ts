@@ -1,9 +1,12 @@
 /**
  * The Markdown format, laid out as the reference's `render_sessions_export(…, fmt="markdown")`: a
- * `# Session:` heading, metadata bullets, one `##` section per non-system message, tool rows in
- * `<details>`. Untrusted text can never change that structure:
- * - message bodies (and tool results and tool-call arguments) are verbatim inside a code fence longer than
- *   any backtick run they contain, so no line of theirs can close it, start a heading, open HTML or end a
+ * `# Session:` heading, metadata bullets, one `##` section per message, the system prompt and tool rows in
+ * `<details>`. Untrusted text can never add live HTML or break out of its message:
+ * - the assistant's answers and the system prompt stay Markdown, neutralised by ./md-neutralise.ts (raw
+ *   HTML escaped, only http/https/mailto links, images as links, open fences closed); an answer that
+ *   cannot be proven inert that way is fenced like the rest;
+ * - user messages, tool results and tool-call arguments are verbatim inside a code fence longer than any
+ *   backtick run they contain, so no line of theirs can close it, start a heading, open HTML or end a
  *   `<details>` block;
  * - headings and the title have line breaks collapsed and Markdown/HTML punctuation backslash-escaped;
  * - identifiers are code spans delimited by more backticks than they contain;
@@ -11,6 +14,7 @@
  */
 import type { NormalizedSnapshot } from '../types.js';
 import { htmlEscape } from './html.js';
+import { neutraliseMarkdown } from './md-neutralise.js';
 import {
   displayTitle,
   formatTimestamp,
@@ -53,9 +57,19 @@ export function codeSpan(text: string): string {
 }
 
 function details(summary: string, body: string, language: string): string[] {
-  return [`<details><summary>${htmlEscape(oneLine(summary))}</summary>`, '', fenced(body, language), '', '</details>', ''];
+  return detailsOf(summary, fenced(body, language));
 }
 
+function detailsOf(summary: string, block: string): string[] {
+  return [`<details><summary>${htmlEscape(oneLine(summary))}</summary>`, '', block, '', '</details>', ''];
+}
+
+/** Markdown kept as Markdown when it can be neutralised, else shown verbatim in a fence. */
+function markdownBlock(text: string): string {
+  return neutraliseMarkdown(text) ?? fenced(text, 'text');
+}
+
+/** The whole `.md` document; the same snapshot always gives the same text. */
 export function renderMarkdown(snapshot: NormalizedSnapshot): string {
   const lines: string[] = [`# Session: ${inlineText(displayTitle(snapshot))}`];
   for (const row of metadataRows(snapshot)) {
@@ -75,8 +89,13 @@ export function renderMarkdown(snapshot: NormalizedSnapshot): string {
       lines.push(...details(name, text, 'text'));
       continue;
     }
+    if (message.role === 'system') {
+      lines.push(`## System${suffix}`, '');
+      lines.push(...detailsOf('System prompt', text === '' ? '_(empty)_' : markdownBlock(text)));
+      continue;
+    }
     lines.push(`## ${inlineText(roleLabel(message.role))}${suffix}`, '');
-    if (text !== '') lines.push(fenced(text, 'text'), '');
+    if (text !== '') lines.push(message.role === 'assistant' ? markdownBlock(text) : fenced(text, 'text'), '');
     for (const call of toolCalls(message)) {
       lines.push(...details(`Tool call: ${call.name}`, call.body, call.json ? 'json' : 'text'));
     }
