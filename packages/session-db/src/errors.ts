@@ -22,6 +22,12 @@ export type SessionDbCode =
   /** The handle was closed. */
   | 'ECLOSED'
   /**
+   * better-sqlite3's native module cannot be loaded in this process: missing (its install script never ran, as
+   * after a pnpm 10 install that did not approve it) or built for another Node.js (`NODE_MODULE_VERSION`).
+   * Nothing was opened or created.
+   */
+  | 'ESQLITE_UNAVAILABLE'
+  /**
    * SQLite reported a full disk or an I/O error (`SQLITE_FULL`, `SQLITE_IOERR_*`) and the filesystem holding
    * the database has (almost) no space left: the real cause. The SQLite code is kept in `sqliteCode`.
    */
@@ -40,6 +46,16 @@ export interface SessionDbErrorInit {
   sqliteCode?: string;
   cause?: unknown;
 }
+
+/**
+ * The fix for a native module that does not load, for every package manager: the build is run (approved, for
+ * pnpm 10) and redone for this Node.js.
+ */
+export const SQLITE_UNAVAILABLE_FIX =
+  'build better-sqlite3 for this Node.js where it is installed — npm: `npm rebuild better-sqlite3`; ' +
+  'pnpm 10 builds it only once approved: `pnpm approve-builds -g` (global install) or `pnpm approve-builds` (project), ' +
+  'or install with `pnpm add <package> --allow-build=better-sqlite3`; after a Node.js upgrade: `pnpm rebuild better-sqlite3`. ' +
+  'Without a prebuilt binary for this Node.js the build compiles it (python3, make and a C++ compiler).';
 
 function euid(): number {
   return typeof process.geteuid === 'function' ? process.geteuid() : -1;
@@ -96,6 +112,8 @@ export function sqliteHint(code: string, file: string | undefined, uid: number =
       return `choose another session id, or omit it to get a random one.`;
     case 'ECLOSED':
       return `open the database again (openSessionDb) before using it.`;
+    case 'ESQLITE_UNAVAILABLE':
+      return SQLITE_UNAVAILABLE_FIX;
     default:
       return `see the SQLite error above for ${db}; retry once the cause is fixed.`;
   }

@@ -17,7 +17,8 @@ export {
   type SessionRow,
   type SessionSummary,
 } from './types.js';
-export { SessionDbError, databaseError, integrityCheck, isRowRejection, sqliteHint, type IntegrityVerdict, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
+export { checkSqliteRuntime, assertSqliteAvailable, sqliteUnavailableError, type SqliteRuntime } from './runtime.js';
+export { SessionDbError, SQLITE_UNAVAILABLE_FIX, databaseError, integrityCheck, isRowRejection, sqliteHint, type IntegrityVerdict, type SessionDbCode, type SessionDbErrorInit } from './errors.js';
 export {
   MESSAGE_COLUMNS,
   MIGRATIONS,

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { ensureFileSync, holdDatabaseFileSync, loadEnvironment, type HeldDatabaseFile } from '@hermes/fs-policy';
 import { SessionDb } from './db.js';
 import { databaseError, integrityCheck } from './errors.js';
+import { assertSqliteAvailable, sqliteUnavailableError } from './runtime.js';
 import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
 
@@ -16,6 +17,9 @@ function mainFileOf(db: Database.Database): string | undefined {
 /**
  * Opens (creating when needed) the session database of a Hermes home.
  *
+ * - First, better-sqlite3's native module must load (an in-memory connection, once per process): when it is
+ *   missing or built for another Node.js, nothing is created or opened and the error is `ESQLITE_UNAVAILABLE`
+ *   (one line, with the rebuild for npm and pnpm as its hint).
  * - A missing `state.db` is created through @hermes/fs-policy (`ensureFileSync`, kind `state-db`): 0600 on an
  *   unmanaged install, umask-derived (0660 under `UMask=0007`) on a managed one; SQLite never creates it
  *   (`fileMustExist`). SQLite then creates `-wal` and `-shm` with the database file's mode.
@@ -40,6 +44,7 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
   const readonly = options.readonly === true;
   const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
 
+  assertSqliteAvailable();
   if (!readonly) ensureFileSync(file, { kind: 'state-db', env });
   const held: HeldDatabaseFile = holdDatabaseFileSync(file, { env, readonly });
   // The open and the first statements are the moments SQLite opens files by name: the FIFO watchdog is armed.
@@ -50,7 +55,7 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
       db = new Database(held.libraryPath, { readonly, fileMustExist: true, timeout });
     } catch (err) {
       held.close();
-      throw databaseError(err, file, `cannot open ${file}`);
+      throw sqliteUnavailableError(err) ?? databaseError(err, file, `cannot open ${file}`);
     }
     try {
       held.verifyOpened(beforeOpen, mainFileOf(db));
