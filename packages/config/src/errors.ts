@@ -43,6 +43,7 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   /** The file the issues belong to (the path read, or the label given to `parseConfig`). */
   readonly file: string;
+  /** Every issue, sorted by line, then column (issues without a position last). */
   readonly issues: readonly ConfigIssue[];
   readonly kind: ConfigIssueKind;
   readonly keyPath: string;

@@ -60,6 +60,16 @@ function atLeastOne(issues: readonly ConfigIssue[]): [ConfigIssue, ...ConfigIssu
   return [first, ...rest];
 }
 
+/**
+ * The issues sorted by line, then column, as the file reads (the schema reports them in its own key order).
+ * Issues without a position (a value inherited through a `<<` merge key) keep their relative order, last.
+ */
+function inFileOrder(issues: readonly ConfigIssue[]): ConfigIssue[] {
+  const compare = (x: number | undefined, y: number | undefined): number =>
+    x === y ? 0 : x === undefined ? 1 : y === undefined ? -1 : x - y;
+  return [...issues].sort((a, b) => compare(a.line, b.line) || compare(a.column, b.column));
+}
+
 function syntaxIssue(message: string, position: Position | undefined): ConfigIssue {
   return withPosition(
     {
@@ -96,7 +106,7 @@ export function parseConfig(text: string, file = 'config.yaml'): LoadedConfig {
   const doc = parseDocument(source, { ...PARSE_OPTIONS, lineCounter: lines });
   if (doc.errors.length > 0) {
     const issues = doc.errors.map((error) => syntaxIssue(error.message, positionOf(lines, error.pos[0])));
-    throw new ConfigError(file, atLeastOne(issues));
+    throw new ConfigError(file, atLeastOne(inFileOrder(issues)));
   }
 
   let data: unknown;
@@ -138,7 +148,7 @@ export function parseConfig(text: string, file = 'config.yaml'): LoadedConfig {
       const path = issue.path.map(String);
       return invalidValueIssue(path.join('.'), valueAt(data, path), issue.message, nodePosition(doc, lines, path));
     });
-    throw new ConfigError(file, atLeastOne(issues));
+    throw new ConfigError(file, atLeastOne(inFileOrder(issues)));
   }
   for (const { path, note } of notes) {
     warnings.push(`${file}: ${path.join('.')}: ${note}${positionSuffix(nodePosition(doc, lines, path))}`);

@@ -218,6 +218,27 @@ describe('all invalid keys are collected', () => {
     expect(error.file).toBe('/etc/hermes/config.yaml');
   });
 
+  test('keys written in another order than the schema are still reported by line, then column', () => {
+    const text = [
+      'gateway:',
+      '  shutdown_flush_budget_ms: 0',
+      'agent: {trajectory_allow_git_cwd: 2}',
+      'moa: {trace_dir: "", save_traces: maybe}',
+      '',
+    ].join('\n');
+    const error = configErrorOf(() => parseConfig(text));
+    const order = error.issues.map((issue) => [issue.keyPath, issue.line, issue.column]);
+    console.log(`config issue order: ${JSON.stringify(order)}`);
+    expect(order).toStrictEqual([
+      ['gateway.shutdown_flush_budget_ms', 2, 29],
+      ['agent.trajectory_allow_git_cwd', 3, 35],
+      ['moa.trace_dir', 4, 18],
+      ['moa.save_traces', 4, 35],
+    ]);
+    expect(error.keyPath).toBe('gateway.shutdown_flush_budget_ms');
+    expect(error.line).toBe(2);
+  });
+
   test('a value inherited through a << merge key is reported without a line', () => {
     const error = configErrorOf(() => parseConfig('base: &base {save_traces: maybe}\nmoa:\n  <<: *base\n'));
     expect(error.message).toBe('config.yaml: moa.save_traces: expected a boolean, got "maybe"');
