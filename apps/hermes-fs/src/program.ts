@@ -82,17 +82,26 @@ function commandOf(program: Command, argv: readonly string[]): string {
   return words.length === 0 ? 'hermes-fs' : words.join(' ');
 }
 
-/** Runs the CLI; resolves to the exit code (never throws). */
+/** The usage error of a bare group: which commands it has, for the `--json` error document. */
+function missingCommand(program: Command, argv: readonly string[]): CliError {
+  const words = commandOf(program, argv);
+  let cmd: Command = program;
+  for (const w of words === 'hermes-fs' ? [] : words.split(' ')) cmd = cmd.commands.find((c) => c.name() === w) ?? cmd;
+  const subs = cmd.commands.map((c) => c.name()).filter((n) => n !== 'help');
+  const full = words === 'hermes-fs' ? 'hermes-fs' : `hermes-fs ${words}`;
+  return new CliError(`${full} needs a command: ${subs.join(', ')}`, { code: 'EUSAGE', exitCode: EXIT.error, hint: `${full} --help for usage and examples` });
+}
+
+/**
+ * Runs the CLI; resolves to the exit code (never throws). A bare `hermes-fs` or command group without a
+ * subcommand prints its help on stderr and exits 2, like every other usage error.
+ */
 export async function main(argv: readonly string[]): Promise<number> {
   installStreamGuards();
   setInvocation(argv);
   const program = buildProgram();
   const json = argv.includes('--json');
   const debug = argv.includes('--debug');
-  if (argv.length <= 2) {
-    program.outputHelp();
-    return EXIT.error;
-  }
   process.exitCode = undefined;
   let code: number;
   try {
@@ -100,9 +109,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     code = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // Commander printed its message already; help and --version are successes.
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
+      // Commander printed its message already; help asked for (`--help`, `help`) and --version are successes.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || (err.code === 'commander.help' && err.exitCode === 0)) {
         code = EXIT.ok;
+      } else if (err.code === 'commander.help') {
+        // A bare `hermes-fs` or group (`hermes-fs pending`): commander printed the help on stderr; a usage error.
+        code = EXIT.error;
+        if (json) printJson(errorDocument(commandOf(program, argv), missingCommand(program, argv), EXIT.error));
       } else {
         code = EXIT.error;
         if (json) {

@@ -40,10 +40,7 @@ describe('hermes-fs --help', () => {
     }
   });
 
-  it('no command prints the help and exits 2; an unknown command suggests and exits 2', () => {
-    const none = cli([]);
-    expect(none.status).toBe(2);
-    expect(none.stdout).toContain('Usage: hermes-fs');
+  it('an unknown command suggests and exits 2', () => {
     const typo = cli(['docter']);
     expect(typo.status).toBe(2);
     expect(typo.stderr).toContain("hermes-fs: error: unknown command 'docter'");
@@ -54,6 +51,45 @@ describe('hermes-fs --help', () => {
     const r = cli(['--version']);
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('bare commands: one rule', () => {
+  // `hermes-fs` and every group without its subcommand: the help on stderr, nothing on stdout, exit 2.
+  const BARE: readonly (readonly [readonly string[], string])[] = [
+    [[], 'hermes-fs needs a command: matrix, doctor, pending, save, provision'],
+    [['pending'], 'hermes-fs pending needs a command: list, show, recover, export, prune'],
+    [['provision'], 'hermes-fs provision needs a command: tmpfiles, systemd, nixos, registry'],
+  ];
+  it('help on stderr, nothing on stdout, exit 2; with --json the EUSAGE document on stdout', () => {
+    const seen: string[] = [];
+    for (const [args, message] of BARE) {
+      const r = cli(args);
+      const name = ['hermes-fs', ...args].join(' ');
+      expect(r.status, name).toBe(2);
+      expect(r.stdout, name).toBe('');
+      expect(r.stderr, name).toMatch(new RegExp(`^Usage: ${name} \\[options\\] \\[command\\]\n`));
+      expect(r.stderr, name).toContain('Examples:');
+      const j = cli([...args, '--json']);
+      expect(j.status, `${name} --json`).toBe(2);
+      expect(j.stderr, `${name} --json`).toMatch(/^Usage: /);
+      expect(JSON.parse(j.stdout), `${name} --json`).toEqual({
+        schemaVersion: 1,
+        command: args.length === 0 ? 'hermes-fs' : args.join(' '),
+        ok: false,
+        exitCode: 2,
+        error: { code: 'EUSAGE', message, path: null, hint: `${name} --help for usage and examples` },
+      });
+      seen.push(`${name}: exit ${String(r.status)}, stdout ${String(r.stdout.length)} B, stderr ${String(r.stderr.length)} B`);
+    }
+    // Asked for, the help is a success on stdout: `help`, `pending help`.
+    for (const args of [['help'], ['pending', 'help']]) {
+      const r = cli(args);
+      expect(r.status, args.join(' ')).toBe(0);
+      expect(r.stderr, args.join(' ')).toBe('');
+      expect(r.stdout, args.join(' ')).toMatch(/^Usage: hermes-fs /);
+    }
+    console.log(`bare commands: ${seen.join('; ')}`);
   });
 });
 

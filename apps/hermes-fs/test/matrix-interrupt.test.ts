@@ -60,7 +60,7 @@ describeNeeds(['root', 'useradd', 'linux'], 'hermes-fs matrix interrupted (real 
       const signal: NodeJS.Signals = i % 2 === 0 ? 'SIGINT' : 'SIGTERM';
       const delayMs = 100 + Math.floor(Math.random() * 2400);
       // Its own process group, so a SIGINT to the group reaches the CLI and its children, as a terminal's Ctrl-C does.
-      const child = spawn(process.execPath, [BIN, 'matrix', '--json'], {
+      const child = spawn(process.execPath, [BIN, 'matrix', '--cross-uid', '--json'], {
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, NO_COLOR: '1', HERMES_HOME: undefined },

@@ -84,7 +84,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
   beforeAll(() => {
     before.temps = leftovers();
     before.accounts = throwawayAccounts();
-    jsonRun = cli(['matrix', '--json'], { env: { TMPDIR: TMP } });
+    jsonRun = cli(['matrix', '--cross-uid', '--json'], { env: { TMPDIR: TMP } });
     report = JSON.parse(jsonRun.stdout) as MatrixReport;
   });
 
@@ -144,7 +144,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     try {
       const user = users?.users[0];
       const as = users !== undefined && user !== undefined ? { uid: user.uid, gid: users.gid } : {};
-      const run = cli(['matrix', '--only', 'pending-messages', '--json'], as);
+      const run = cli(['matrix', '--only', 'pending-messages', '--cross-uid', '--json'], as);
       expect(run.status, run.stderr).toBe(0);
       const r = JSON.parse(run.stdout) as MatrixReport;
       expect(r.uid).not.toBe(0);
@@ -167,7 +167,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
   });
 
   it('prints a table with every cell marked ✓, within 80 columns (text mode, NO_COLOR)', () => {
-    const run = cli(['matrix'], { env: { NO_COLOR: '1' } });
+    const run = cli(['matrix', '--cross-uid'], { env: { NO_COLOR: '1' } });
     expect(run.status).toBe(0);
     expect(run.stdout).not.toMatch(ANSI);
     expect(Math.max(...run.stdout.split('\n').map((l) => displayWidth(l)))).toBeLessThanOrEqual(80);
@@ -195,13 +195,30 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
     expect(r.crossUid).toMatchObject({ ran: false, skipped: 'pending-messages not selected' });
   });
 
-  it('--no-cross-uid skips the cross-uid rows and creates no user', () => {
+  it('without --cross-uid (or with --no-cross-uid) creates no account and reports the rows skipped, naming the flag', () => {
     const accounts = throwawayAccounts();
-    const run = cli(['matrix', '--only', 'pending-messages', '--no-cross-uid', '--json']);
-    expect(run.status).toBe(0);
-    const r = JSON.parse(run.stdout) as MatrixReport;
-    expect(r.crossUid).toMatchObject({ ran: false, skipped: 'disabled with --no-cross-uid', users: [], rows: [], leftover: [] });
-    expect(throwawayAccounts().filter((n) => !accounts.includes(n))).toEqual([]);
+    const seen: string[] = [];
+    for (const flags of [[], ['--no-cross-uid']]) {
+      const run = cli(['matrix', '--only', 'pending-messages', ...flags, '--json']);
+      expect(run.status, flags.join(' ')).toBe(0);
+      const r = JSON.parse(run.stdout) as MatrixReport;
+      expect(r.crossUid, flags.join(' ')).toEqual({
+        ran: false,
+        skipped: 'not requested: they create two throwaway users and a group; run as root with --cross-uid to add them',
+        users: [],
+        group: null,
+        rows: [],
+        leftover: [],
+      });
+      const created = throwawayAccounts().filter((n) => !accounts.includes(n));
+      expect(created, flags.join(' ')).toEqual([]);
+      seen.push(`matrix ${flags.join(' ') || '(no flag)'}: cross-uid ran ${String(r.crossUid.ran)}, accounts created ${String(created.length)}`);
+    }
+    const text = cli(['matrix', '--only', 'pending-messages'], { env: { NO_COLOR: '1', COLUMNS: '80' } });
+    expect(text.status).toBe(0);
+    expect(text.stdout.replace(/\n {2}/g, ' ')).toContain('\ncross-uid rows skipped: not requested: they create two throwaway users and a group; run as root with --cross-uid to add them\n');
+    expect(Math.max(...text.stdout.split('\n').map((l) => displayWidth(l)))).toBeLessThanOrEqual(80);
+    console.log(`matrix opt-in: ${seen.join('; ')}`);
   });
 
   it('rejects an unknown --only kind with exit 2', () => {

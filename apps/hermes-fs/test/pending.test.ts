@@ -379,7 +379,7 @@ describe('hermes-fs pending recover', () => {
       env: { ...process.env, NO_COLOR: '1', HERMES_HOME: undefined },
     });
     expect(tty.status).toBe(0);
-    expect(tty.stdout).toMatch(/recovering \[=+\] 1201\/1201 files/);
+    expect(tty.stdout).toMatch(/recovering \[=+\] 1,201\/1,201 files · [\d,]+ files\/s · ETA 0s/);
     expect(tty.stdout).toContain('recovered 1,201 of 1,201 spool files');
   });
 

@@ -130,7 +130,7 @@ describeNeeds(['root', 'useradd'], 'hermes-fs save as a uid that may not read st
       const r = runNode(BIN, ['save', '--session', 'seed-session-1', '--home', home], { uid: u.uid, gid: users.gid });
       expect(r.status).toBe(1);
       expect(r.stderr.split('\n')[0]).toBe(
-        `(x_x) Failed to save: cannot read ${path.join(home, 'state.db')}: permission denied for uid ${u.uid} (EACCES, owned by uid 0)`,
+        `(x_x) Failed to save: cannot read ${path.join(home, 'state.db')}: permission denied for uid ${u.uid} (EACCES, owned by uid 0 (root), mode 0600)`,
       );
       expect(r.stderr).not.toContain('no session database');
     } finally {

@@ -32,6 +32,21 @@ describe('layout by display width', () => {
     expect(displayWidth('e\u0301')).toBe(1);
     expect(displayWidth('👍')).toBe(2);
     expect(displayWidth('✓ 0700')).toBe(6);
+    // One grapheme, as a terminal draws it (string-width): a ZWJ family, a flag, a skin tone.
+    expect(displayWidth('👨‍👩‍👧')).toBe(2);
+    expect(displayWidth('🇫🇷')).toBe(2);
+    expect(displayWidth('👍🏽')).toBe(2);
+    expect(displayWidth('a👨‍👩‍👧b')).toBe(4);
+  });
+
+  it('never cuts or breaks inside a character: a ZWJ family stays whole', () => {
+    const family = '👨‍👩‍👧';
+    expect(truncate(`ab${family}cd`, 5)).toBe(`ab${family}…`);
+    expect(truncate(`ab${family}cd`, 4)).toBe('ab…');
+    expect(wrap(`${family}${family}${family}`, 4)).toEqual([`${family}${family}`, family]);
+    const lines = renderTable([{ header: 'who', overflow: 'truncate' }], [[`${family} `.repeat(20)]], { maxWidth: 20 });
+    for (const l of lines) expect(displayWidth(l), l).toBeLessThanOrEqual(20);
+    console.log(`widths: ${family} = ${String(displayWidth(family))} columns; a 20-column table's widest line ${String(Math.max(...lines.map((l) => displayWidth(l))))}`);
   });
 
   it('truncates with … and wraps on words, breaking words longer than a line', () => {

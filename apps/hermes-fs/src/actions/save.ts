@@ -2,10 +2,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { formatSaveSuccess, saveConversation } from '@hermes/cli';
-import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
+import { openSessionDb, sqliteHint, STATE_DB_FILE } from '@hermes/session-db';
 import { formatOf, type RunContext } from '../commands/common.js';
 import type { SaveCommandOptions } from '../commands/save.js';
+import type { SaveJson } from '../json/save.js';
 import { EXIT, type ExitCode, printJson, println, stderrLine } from '../lib/output.js';
+import { describeUid } from '../lib/owner-name.js';
 import { saveFailed } from '../lib/save-failure.js';
 import { termSafe } from '../lib/term.js';
 
@@ -40,11 +42,13 @@ function checkDb(file: string): void {
     if (code === 'EACCES' || code === 'EPERM') {
       let owner = '';
       try {
-        owner = `, owned by uid ${fs.lstatSync(file).uid}`;
+        const st = fs.lstatSync(file);
+        owner = `, owned by ${describeUid(st.uid)}, mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}`;
       } catch {
         // the directory itself is not searchable
       }
-      throw new SaveFailure(`cannot read ${file}: permission denied for uid ${euid()} (${code}${owner})`, code, file, "run as the home's owner (or a member of its group on a managed home)");
+      // session-db's own fix for a uid that cannot open state.db (on a managed home: hermes-fs doctor --fix).
+      throw new SaveFailure(`cannot read ${file}: permission denied for uid ${euid()} (${code}${owner})`, code, file, sqliteHint('SQLITE_CANTOPEN', file));
     }
     if (code === 'ELOOP') throw new SaveFailure(`${file} is a symbolic link; state.db is never read through one (ELOOP)`, code, file);
     throw new SaveFailure(`cannot open ${file} (${code})`, code, file);
@@ -87,8 +91,8 @@ export async function saveAction(ctx: RunContext, opts: SaveCommandOptions): Pro
         mode: result.mode.toString(8).padStart(4, '0'),
         redacted: result.redacted,
         messages: exported.messages.length,
-        warnings: result.warnings,
-      });
+        warnings: [...result.warnings],
+      } satisfies SaveJson);
     } else {
       println(termSafe(formatSaveSuccess(result)));
       for (const w of result.warnings) stderrLine(`warning: ${termSafe(w)}`);

@@ -36,8 +36,8 @@ export function registerDoctor(program: Command): void {
   actsAs(cmd, 'root');
   examples(cmd, [
     ['hermes-fs doctor', 'audit $HERMES_HOME (or ~/.hermes)'],
-    ['hermes-fs doctor --home /var/lib/hermes/.hermes --dry-run', 'what --fix would change'],
-    ['sudo hermes-fs doctor --managed --home /var/lib/hermes/.hermes --fix', 'widen a legacy 0700 managed home to 2770'],
+    ['hermes-fs doctor --home /var/lib/hermes --dry-run', 'what --fix would change'],
+    ['sudo hermes-fs doctor --managed --home /var/lib/hermes --fix', 'widen a legacy 0700 managed home to 2770'],
     ['hermes-fs doctor --fail-on error', 'exit 1 only for errors'],
     ['sudo hermes-fs doctor --home /var/lib/hermes --tmpfiles /etc/tmpfiles.d/hermes.conf', 'the installed configuration says managed or not'],
   ]);

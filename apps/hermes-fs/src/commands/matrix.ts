@@ -6,7 +6,7 @@ import { actsAs, examples, runAction } from './common.js';
 
 interface MatrixOptions {
   only?: MatrixArtifact[];
-  crossUid: boolean;
+  crossUid?: boolean;
 }
 
 export function registerMatrix(program: Command): void {
@@ -16,9 +16,10 @@ export function registerMatrix(program: Command): void {
     .description(
       'Writes every artifact through its package\'s real API in fresh temp homes under the five scenarios of docs/permissions.md ' +
         '(one child process per scenario, each with its own umask), measures directory and file modes with lstat and ' +
-        'compares them with the literal expected table. Run as root, it adds cross-uid rows with two real throwaway ' +
-        'users (created and removed by the command, also when it is interrupted: Ctrl-C or SIGTERM stop the children, ' +
-        'wait for them, then remove the users; a user that cannot be removed is named). Temp homes are always removed. ' +
+        'compares them with the literal expected table. Asked with --cross-uid and run as root, it adds cross-uid rows ' +
+        'with two real throwaway users (created and removed by the command, also when it is interrupted: Ctrl-C or ' +
+        'SIGTERM stop the children, wait for them, then remove the users; a user that cannot be removed is named); ' +
+        'without --cross-uid it creates no account and reports those rows as skipped. Temp homes are always removed. ' +
         'It reads no Hermes home: --home is refused. Exit 0 only when every cell matches.',
     )
     .addOption(
@@ -30,13 +31,13 @@ export function registerMatrix(program: Command): void {
           return [...(previous ?? []), kind];
         }),
     )
-    .option('--no-cross-uid', 'skip the cross-uid rows (and the throwaway users) even when running as root');
+    .option('--cross-uid', 'as root: add the cross-uid rows, creating (and removing) two throwaway users and a group')
+    .option('--no-cross-uid', 'no cross-uid rows and no accounts (the default, spelled out)');
   actsAs(cmd, 'invoker');
   examples(cmd, [
     ['hermes-fs matrix', 'the full table; exit 0 when every cell matches docs/permissions.md'],
     ['hermes-fs matrix --only pending-messages --json', 'one artifact, as JSON (schema/matrix.schema.json)'],
-    ['sudo hermes-fs matrix', 'adds the cross-uid rows (real throwaway users)'],
-    ['sudo hermes-fs matrix --no-cross-uid', 'as root, without creating users'],
+    ['sudo hermes-fs matrix --cross-uid', 'adds the cross-uid rows (creates and removes throwaway users)'],
   ]);
   cmd.action((opts: MatrixOptions) =>
     runAction(cmd, { command: 'matrix', home: false }, async (ctx) => {
@@ -44,7 +45,7 @@ export function registerMatrix(program: Command): void {
       const { renderMatrix } = await import('../matrix/render.js');
       const report = await runMatrix({
         ...(opts.only === undefined ? {} : { only: opts.only }),
-        noCrossUid: !opts.crossUid,
+        crossUid: opts.crossUid === true,
         handleSignals: true,
       });
       if (ctx.json) printJson(report);

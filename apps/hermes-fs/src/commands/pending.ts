@@ -26,7 +26,7 @@ function registerList(pending: Command): void {
   examples(cmd, [
     ['hermes-fs pending list', 'the newest 50 files of $HERMES_HOME\'s spool, and totals'],
     ['hermes-fs pending list --all | less -S', 'every file'],
-    ['hermes-fs pending list --home /var/lib/hermes/.hermes --json', 'every entry as JSON (schema/pending-list.schema.json)'],
+    ['hermes-fs pending list --home /var/lib/hermes --json', 'every entry as JSON (schema/pending-list.schema.json)'],
   ]);
   cmd.action((opts: { limit: number; all: boolean }) =>
     runAction(cmd, { command: 'pending list', home: true, actor: 'owner' }, async (ctx) => {
@@ -58,7 +58,9 @@ function registerExport(pending: Command): void {
     .description(
       'Turns an agent-history snapshot (history a shutdown could not persist, never replayed automatically) into a ' +
         'readable transcript through @hermes/cli: written to <home>/sessions/saved/ (0600, atomic), or printed with --stdout. ' +
-        'The --output extension decides the format, or must agree with --format.',
+        'The --output extension decides the format, or must agree with --format. With --json: the saved file\'s path, ' +
+        'mode and size (schema/pending-export.schema.json); with --stdout --json: one JSON document whose "transcript" ' +
+        'is the transcript, exact, and nothing is written.',
     )
     .addOption(new Option('--format <format>', 'transcript format (default md, or the --output extension)').choices(FORMAT_CHOICES))
     .option('--output <name>', 'file name inside <home>/sessions/saved/ (.md, .json or .html)')
@@ -69,6 +71,7 @@ function registerExport(pending: Command): void {
     ['hermes-fs pending export 3f2a9c --format md', 'Markdown transcript in sessions/saved/'],
     ['hermes-fs pending export 3f2a9c --output incident.html --redact', 'self-contained HTML, secrets masked'],
     ['hermes-fs pending export 3f2a9c --stdout | less', 'read it without writing anything'],
+    ['hermes-fs pending export 3f2a9c --stdout --json | jq -r .transcript', 'the transcript inside a JSON document'],
   ]);
   cmd.action((id: string, opts: ExportOptions) =>
     runAction(cmd, { command: 'pending export', home: true, actor: 'owner' }, async (ctx) => {
@@ -92,7 +95,7 @@ function registerRecover(pending: Command): void {
   actsAs(cmd, 'owner');
   examples(cmd, [
     ['hermes-fs pending recover', 'replay into $HERMES_HOME/state.db'],
-    ['sudo -u hermes hermes-fs pending recover --home /var/lib/hermes/.hermes', 'as the uid that owns the payloads'],
+    ['sudo -u hermes hermes-fs pending recover --home /var/lib/hermes', 'as the uid that owns the payloads'],
   ]);
   cmd.action((opts: { createDb: boolean }) =>
     runAction(cmd, { command: 'pending recover', home: true, actor: 'owner' }, async (ctx) => {

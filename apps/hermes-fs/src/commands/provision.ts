@@ -1,5 +1,6 @@
-import { type Command, InvalidArgumentError } from 'commander';
-import { EXIT, printJson, reportError, setColorFlag } from '../lib/output.js';
+import { type Command, Help, InvalidArgumentError } from 'commander';
+import { colorsFor, EXIT, printJson, println, reportError, setColorFlag } from '../lib/output.js';
+import { outputWidth } from '../lib/term.js';
 import { DEFAULT_HOME, DEFAULT_SERVICE, DEFAULT_USER } from '../provision/install.js';
 import { actsAs, examples, globalsOf } from './common.js';
 
@@ -68,6 +69,16 @@ export function registerProvision(program: Command): void {
       'Prints what a package manager and a service manager need to provide a Hermes home, generated from the same ' +
         '@hermes/fs-policy registry the runtime enforces and the doctor audits: no mode is written by hand.',
     );
+  // The program's --home help names the runtime's default (~/.hermes); a generator describes an install on the
+  // target machine and uses DEFAULT_HOME instead. Set before the subcommands, which inherit it.
+  const base = new Help();
+  provision.configureHelp({
+    showGlobalOptions: true,
+    optionDescription: (option) =>
+      option.long === '--home'
+        ? `the home of the install described (default: ${DEFAULT_HOME}; $HERMES_HOME is not read); before or after the command`
+        : base.optionDescription(option),
+  });
   actsAs(provision, 'printer');
   examples(provision, [
     ['hermes-fs provision tmpfiles > /etc/tmpfiles.d/hermes.conf', 'managed home /var/lib/hermes, owner hermes'],
@@ -150,8 +161,12 @@ export function registerProvision(program: Command): void {
   ]);
   registry.action(async () => {
     const { provisionRegistry } = await import('../provision/run.js');
+    const { renderRegistry } = await import('../provision/registry-table.js');
     generate(registry, 'provision registry', (_home, json) => {
-      print(provisionRegistry(), json);
+      const doc = provisionRegistry();
+      // On a terminal (or a pipe), a table that fits its width (COLUMNS); the document's `text` stays the data's.
+      if (json) printJson(doc);
+      else println(renderRegistry(doc.registry, outputWidth(), colorsFor(process.stdout).bold).join('\n'));
     });
   });
 }

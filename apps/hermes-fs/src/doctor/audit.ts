@@ -21,7 +21,7 @@ import { checkHomeChainSync, formatMode, FsPolicyError, type HermesEnvironment, 
 import { CliError, EXIT, type ExitCode } from '../lib/output.js';
 import { shellQuote } from '../lib/shell.js';
 import { directoryPlan } from '../provision/plan.js';
-import { checkForeignTemp, checkHardLink, checkKindDir, checkOwner, checkSecretFile, checkStateFile, checkSymlink } from './checks.js';
+import { checkForeignTemp, checkHardLink, checkKindDir, checkOwner, checkRuntime, checkSecretFile, checkStateFile, checkSymlink } from './checks.js';
 import { type AuditContext, classifier, DEFAULT_ALLOWED_LINKS, type DoctorOptions, fixCommand, identity, type ScanCounts, spoolDir } from './context.js';
 import { decideManaged, markerFinding, treeEvidence } from './evidence.js';
 import { applyFixes, refusal } from './fix.js';
@@ -294,6 +294,7 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
     throw unusableHome(home, err); // it vanished or was replaced since the first look
   }
   await auditTemps(ctx, now);
+  checkRuntime(ctx);
   const { limits, source } = await loadLimits(ctx);
   const spool = await auditSpool(ctx.home, ctx.home, limits, source, now, ctx.findings);
   return {

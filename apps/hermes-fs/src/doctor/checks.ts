@@ -2,8 +2,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type ArtifactKind, expectedDirMode, fileMaxModeFor, formatMode, parseTempName, type ScanEntry } from '@hermes/fs-policy';
+import { checkSqliteRuntime } from '@hermes/session-db';
 import { shellQuote } from '../lib/shell.js';
-import { type AuditContext, describeBits, fixCommand, isInside, REFERENCE_TEMP, WHAT } from './context.js';
+import { type AuditContext, describeBits, fixCommand, isInside, REFERENCE_TEMP, spoolDir, WHAT } from './context.js';
 import type { Severity } from './types.js';
 
 export function checkSecretFile(p: string, st: fs.Stats, kind: ArtifactKind, ctx: AuditContext): void {
@@ -226,16 +227,45 @@ export function checkHardLink(p: string, st: fs.Stats, ctx: AuditContext): void 
   });
 }
 
+/**
+ * A leftover temp file of the Python reference. In the spool it is a payload write: `--fix` salvages it (a
+ * complete payload adopted, an incomplete one moved aside as `.partial`) and `pending list` shows it. Elsewhere
+ * no hermes-fs command lists it: the fix names the commands that show it, then its removal.
+ */
 export function checkForeignTemp(p: string, st: fs.Stats, ctx: AuditContext): void {
   const name = path.basename(p);
   if (parseTempName(name) !== null || !REFERENCE_TEMP.test(name)) return;
+  const inSpool = path.dirname(p) === spoolDir(ctx);
   ctx.findings.push({
     type: 'foreign-temp',
     severity: 'warning',
     path: p,
+    kind: inSpool ? 'pending-messages' : null,
+    problem: inSpool
+      ? `leftover temp file of an unfinished spool write of the Python reference (${String(st.size)} bytes): a complete payload in it is a message that must not be lost`
+      : `leftover temp file of an unfinished write of the Python reference (${String(st.size)} bytes); no hermes-fs command lists it`,
+    fix: inSpool
+      ? `${fixCommand(ctx)}   (@hermes/gateway salvageTemps: a complete payload is adopted into the spool, an incomplete one moved aside as .partial; never deleted; see them with: hermes-fs pending list --home ${shellQuote(ctx.home)})`
+      : `inspect it: ls -l ${shellQuote(p)}; head -c 2000 ${shellQuote(p)}; then, once nothing in it is needed: rm ${shellQuote(p)}`,
+    fixable: inSpool && !ctx.ambiguous,
+  });
+}
+
+/**
+ * The runtime the tools need: better-sqlite3's native module must load in this Node.js (an in-memory
+ * connection; nothing in the home is opened). When it does not, `save`, `pending recover` and the gateway's
+ * recovery cannot reach state.db: an error finding with the rebuild for npm and pnpm.
+ */
+export function checkRuntime(ctx: AuditContext): void {
+  const r = checkSqliteRuntime();
+  if (r.ok) return;
+  ctx.findings.push({
+    type: 'sqlite-unavailable',
+    severity: 'error',
+    path: r.error.path ?? ctx.home,
     kind: null,
-    problem: `leftover temp file of the Python reference (${String(st.size)} bytes): a write it did not finish; a spool payload in it may be complete`,
-    fix: `hermes-fs pending list --home ${shellQuote(ctx.home)}   (inspect; a complete payload can be moved into the spool under a pending-*.json name)`,
+    problem: `${r.error.message}: hermes-fs save, pending recover and the gateway's recovery cannot open state.db`,
+    fix: r.error.hint,
     fixable: false,
   });
 }

@@ -1,6 +1,6 @@
 /** `doctor --fix`: every repair through fs-policy or @hermes/gateway, and only what the audit saw. */
 import * as path from 'node:path';
-import { formatMode, getKind, reconcileDir, reconcileFile, sweepTempFiles } from '@hermes/fs-policy';
+import { formatMode, getKind, reconcileDir, reconcileFile, silentLogger, sweepTempFiles } from '@hermes/fs-policy';
 import { salvageTemps } from '@hermes/gateway';
 import { type AuditContext, spoolDir } from './context.js';
 import type { Change, Finding } from './types.js';
@@ -45,7 +45,8 @@ export async function applyFixes(ctx: AuditContext, findings: readonly Finding[]
     }
   }
   const spool = spoolDir(ctx);
-  const temps = findings.filter((f) => f.type === 'temp-file' && f.fixable);
+  // The reference's temps in the spool are payload writes too: salvaged with the spool's own.
+  const temps = findings.filter((f) => (f.type === 'temp-file' || f.type === 'foreign-temp') && f.fixable);
   const spoolTemps = temps.filter((t) => path.dirname(t.path) === spool);
   const otherTemps = temps.filter((t) => path.dirname(t.path) !== spool);
   if (spoolTemps.length > 0) {
@@ -53,7 +54,9 @@ export async function applyFixes(ctx: AuditContext, findings: readonly Finding[]
       for (const t of spoolTemps) changes.push({ type: 'temp-file', path: t.path, action: 'would-salvage', before: null, after: null, detail: '@hermes/gateway salvageTemps (dry run)' });
     } else {
       // Salvage first: complete payloads are adopted into the spool, partial ones moved aside — never swept.
-      const r = salvageTemps({ home: ctx.home, env: ctx.env, now });
+      // Every outcome is a change below (adopted, removed, moved aside, left, failed): the library's own log
+      // line would only repeat it on stderr, under --json too.
+      const r = salvageTemps({ home: ctx.home, env: ctx.env, now, logger: silentLogger });
       for (const a of r.adopted) changes.push({ type: 'temp-file', path: a.temp, action: 'salvaged', before: null, after: null, detail: `adopted into the spool as ${path.basename(a.path)} (@hermes/gateway salvageTemps)` });
       for (const d of r.duplicates) changes.push({ type: 'temp-file', path: d.temp, action: 'removed', before: null, after: null, detail: `a copy of ${path.basename(d.path)}, which holds the same bytes (@hermes/gateway salvageTemps)` });
       for (const p of r.partial) changes.push({ type: 'temp-file', path: p.temp, action: 'salvaged', before: null, after: null, detail: `incomplete: moved aside as ${path.basename(p.partialPath)} (${p.detail})` });

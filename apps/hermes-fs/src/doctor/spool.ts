@@ -1,12 +1,37 @@
 /** The doctor's view of the shutdown spool: @hermes/gateway's statistics against config.yaml's limits. */
 import type { PendingSpoolConfig } from '@hermes/config';
+import { silentLogger } from '@hermes/fs-policy';
 import { prune, spoolStats } from '@hermes/gateway';
-import { formatBytes } from '../lib/output.js';
+import { formatBytes, plural } from '../lib/output.js';
 import { shellQuote } from '../lib/shell.js';
 import type { Finding, SpoolSummary } from './types.js';
 
 /** Payloads older than this are worth an operator's look (the gateway normally recovers them on start). */
 const STALE_PAYLOAD_MS = 24 * 3_600_000;
+
+/**
+ * `.partial` files (incomplete writes salvage moved aside, `doctor --fix` among them): they hold no complete
+ * message and wait for `pending prune` past the `.bad` retention; said so, with the command that lists them.
+ */
+function partialFiles(realHome: string, q: string, limits: PendingSpoolConfig, now: number, dir: string, findings: Finding[]): void {
+  const all = prune({ home: realHome, olderThanDays: 0, include: ['partial'], dryRun: true, now, logger: silentLogger }).matched.filter((m) => m.category === 'partial');
+  if (all.length === 0) return;
+  const bytes = all.reduce((n, m) => n + m.bytes, 0);
+  const expired = all.filter((m) => m.ageDays > limits.badRetentionDays).length;
+  findings.push({
+    type: 'temp-file',
+    severity: expired > 0 ? 'warning' : 'info',
+    path: dir,
+    kind: 'pending-messages',
+    problem:
+      `${plural(all.length, 'incomplete write')} moved aside as .partial (${formatBytes(bytes)}): no complete message in them; ` +
+      (expired > 0
+        ? `${String(expired)} older than gateway.pending.bad_retention_days (${String(limits.badRetentionDays)})`
+        : `kept until gateway.pending.bad_retention_days (${String(limits.badRetentionDays)}) has passed`),
+    fix: `hermes-fs pending list --home ${q}   (kind "partial"); then hermes-fs pending prune --home ${q}   (a dry run; --yes deletes those past the retention)`,
+    fixable: false,
+  });
+}
 
 export function auditSpool(
   realHome: string,
@@ -100,6 +125,7 @@ export function auditSpool(
           },
     );
   }
+  partialFiles(realHome, q, limits, now, stats.dir, findings);
   const oldestAgeMs = stats.oldestTs === null ? null : Math.max(0, now - stats.oldestTs * 1000);
   const payloads = Math.max(0, stats.count - stats.snapshots - stats.unparseable - stats.foreign.length);
   if (payloads > 0 && oldestAgeMs !== null && oldestAgeMs > STALE_PAYLOAD_MS) {

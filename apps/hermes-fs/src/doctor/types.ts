@@ -1,3 +1,5 @@
+import type { ManagedSource } from './context.js';
+
 export type Severity = 'error' | 'warning' | 'info';
 
 /** The finding types of `hermes-fs doctor` (stable identifiers; the README lists them). */
@@ -23,7 +25,8 @@ export type FindingType =
   | 'hard-link'
   | 'foreign-temp'
   | 'untrusted-marker'
-  | 'too-deep';
+  | 'too-deep'
+  | 'sqlite-unavailable';
 
 export interface Finding {
   readonly type: FindingType;
@@ -69,7 +72,7 @@ export interface DoctorReport {
   readonly managed: {
     readonly managed: boolean;
     readonly system: string | null;
-    readonly source: string;
+    readonly source: ManagedSource;
     readonly marker: 'trusted' | 'absent' | 'untrusted' | 'unknown';
     readonly looksManaged: readonly string[];
   };

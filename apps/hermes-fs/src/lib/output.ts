@@ -205,11 +205,13 @@ export function describeError(err: unknown): { line: string; code: string; path:
   if (err instanceof Error) {
     const e = err as NodeJS.ErrnoException;
     const first = err.message.split('\n')[0] ?? err.message;
+    // A library error that carries its own fix (@hermes/session-db's SessionDbError, …) keeps it.
+    const own = (err as { hint?: unknown }).hint;
     return {
       line: e.code !== undefined && !first.includes(e.code) ? `${first} (${e.code})` : first,
       code: e.code ?? 'EINTERNAL',
       path: e.path ?? null,
-      hint: 'run again with --debug for the stack trace',
+      hint: typeof own === 'string' && own !== '' ? own : 'run again with --debug for the stack trace',
     };
   }
   return { line: String(err), code: 'EINTERNAL', path: null, hint: 'run again with --debug for details' };
@@ -220,13 +222,16 @@ export interface ErrorDocument {
   readonly schemaVersion: 1;
   readonly command: string;
   readonly ok: false;
-  readonly exitCode: ExitCode;
+  /** A failure's code: 1 or 2 (schema/error.schema.json). */
+  readonly exitCode: typeof EXIT.findings | typeof EXIT.error;
   readonly error: { readonly code: string; readonly message: string; readonly path: string | null; readonly hint: string | null };
 }
 
+/** The error document of a failure; an exit code of 0 (no failure) is reported as 2, as the schema requires. */
 export function errorDocument(command: string, err: unknown, exitCode: ExitCode): ErrorDocument {
   const d = describeError(err);
-  return { schemaVersion: 1, command, ok: false, exitCode, error: { code: d.code, message: d.line, path: d.path, hint: d.hint ?? null } };
+  const code = exitCode === EXIT.ok ? EXIT.error : exitCode;
+  return { schemaVersion: 1, command, ok: false, exitCode: code, error: { code: d.code, message: d.line, path: d.path, hint: d.hint ?? null } };
 }
 
 export function exitCodeOf(err: unknown): ExitCode {

@@ -1,7 +1,8 @@
 /**
  * Text for a terminal: strings that came from a message, a session key or a file name are shown with every
- * character a terminal would act on written out as an escape, and laid out by display width.
+ * character a terminal would act on written out as an escape, and laid out by display width (string-width).
  */
+import stringWidth from 'string-width';
 
 /**
  * What a terminal acts on or a reader cannot see: the C0 controls (ESC starts every escape sequence; CR, BS
@@ -51,62 +52,33 @@ export function termSafe(s: string, options: TermSafeOptions = {}): string {
   return s.replace(pattern, options.json === true ? escapeJson : escapeText);
 }
 
-// eslint-disable-next-line no-misleading-character-class -- a class of single code points, on purpose
-const ZERO_WIDTH = /[\p{Mn}\p{Me}\u200b-\u200d\u2060\ufe00-\ufe0f\ufeff]/u;
-const PICTOGRAPHIC = /\p{Extended_Pictographic}/u;
+const graphemes = new Intl.Segmenter('en', { granularity: 'grapheme' });
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
-function isWide(cp: number): boolean {
-  return (
-    (cp >= 0x1100 && cp <= 0x115f) ||
-    (cp >= 0x2e80 && cp <= 0x303e) ||
-    (cp >= 0x3041 && cp <= 0x33ff) ||
-    (cp >= 0x3400 && cp <= 0x4dbf) ||
-    (cp >= 0x4e00 && cp <= 0x9fff) ||
-    (cp >= 0xa000 && cp <= 0xa4cf) ||
-    (cp >= 0xac00 && cp <= 0xd7a3) ||
-    (cp >= 0xf900 && cp <= 0xfaff) ||
-    (cp >= 0xfe30 && cp <= 0xfe4f) ||
-    (cp >= 0xff00 && cp <= 0xff60) ||
-    (cp >= 0xffe0 && cp <= 0xffe6) ||
-    (cp >= 0x20000 && cp <= 0x3fffd)
-  );
+/** The user-perceived characters of `s` (👨‍👩‍👧 is one, e + U+0301 is one), each with its columns. */
+function* clusters(s: string): Generator<{ readonly text: string; readonly width: number }> {
+  for (const { segment } of graphemes.segment(s)) yield { text: segment, width: stringWidth(segment) };
 }
 
-/** Columns one code point takes: 0 for combining marks and zero-width characters, 2 for wide ones, else 1. */
-export function charWidth(ch: string): number {
-  const cp = ch.codePointAt(0) ?? 0;
-  if (cp < 0x300) return 1;
-  if (ZERO_WIDTH.test(ch)) return 0;
-  if (isWide(cp) || (cp >= 0x1f000 && PICTOGRAPHIC.test(ch))) return 2;
-  return 1;
-}
-
-/** Columns a (terminal-safe, colourless) string takes on a terminal. */
+/**
+ * Columns a (terminal-safe) string takes on a terminal, as `string-width` measures it: East Asian wide
+ * characters and emoji (👨‍👩‍👧 included) are 2, combining marks and zero-width characters 0, colour escapes 0.
+ */
 export function displayWidth(s: string): number {
-  let ascii = true;
-  for (let i = 0; i < s.length; i++) {
-    if (s.charCodeAt(i) >= 0x300) {
-      ascii = false;
-      break;
-    }
-  }
-  if (ascii) return s.length;
-  let w = 0;
-  for (const ch of s) w += charWidth(ch);
-  return w;
+  // Printable ASCII is one column a character (string-width says the same, far slower): tables of 100,000 rows.
+  return PRINTABLE_ASCII.test(s) ? s.length : stringWidth(s);
 }
 
-/** `s` cut to at most `width` columns, ending in `…` when something was cut. */
+/** `s` cut to at most `width` columns, ending in `…` when something was cut; never splits a character. */
 export function truncate(s: string, width: number): string {
   if (displayWidth(s) <= width) return s;
   if (width <= 0) return '';
   let out = '';
   let w = 0;
-  for (const ch of s) {
-    const cw = charWidth(ch);
-    if (w + cw > width - 1) break;
-    out += ch;
-    w += cw;
+  for (const c of clusters(s)) {
+    if (w + c.width > width - 1) break;
+    out += c.text;
+    w += c.width;
   }
   return `${out}…`;
 }
@@ -116,15 +88,14 @@ function hardBreak(word: string, width: number): string[] {
   const pieces: string[] = [];
   let cur = '';
   let w = 0;
-  for (const ch of word) {
-    const cw = charWidth(ch);
-    if (w + cw > width && cur !== '') {
+  for (const c of clusters(word)) {
+    if (w + c.width > width && cur !== '') {
       pieces.push(cur);
       cur = '';
       w = 0;
     }
-    cur += ch;
-    w += cw;
+    cur += c.text;
+    w += c.width;
   }
   if (cur !== '') pieces.push(cur);
   return pieces;

@@ -1,4 +1,5 @@
-import type { Colors } from '../lib/output.js';
+import { SQLITE_UNAVAILABLE_FIX } from '@hermes/session-db';
+import { type Colors, count } from '../lib/output.js';
 import { type Cell, renderTable } from '../lib/table.js';
 import { termSafe, wrapLine } from '../lib/term.js';
 import type { MatrixCell, MatrixReport } from './run.js';
@@ -88,12 +89,13 @@ export function renderMatrix(report: MatrixReport, c: Colors, width = 80): strin
   for (const g of errorGroups(report)) {
     const what = skip.has(g.artifact) ? `${g.artifact}: not written in any scenario` : `${g.artifact}: not written in ${scenarioList(g.scenarios)}`;
     out.push(...wrapLine(`✗ ${what}: ${termSafe(g.error)}`, width, '    ').map((l) => c.red(l)));
-    native ||= NATIVE_MODULE.test(g.error);
+    // session-db's ESQLITE_UNAVAILABLE line carries its fix already; an older or foreign text gets it here.
+    native ||= NATIVE_MODULE.test(g.error) && !g.error.startsWith('ESQLITE_UNAVAILABLE');
   }
   if (native) {
     out.push(
       ...wrapLine(
-        '  the native SQLite module (better-sqlite3) could not be loaded for this Node version: reinstall hermes-fs, or run `npm rebuild better-sqlite3` where it is installed',
+        `  the native SQLite module (better-sqlite3) could not be loaded for this Node version: ${SQLITE_UNAVAILABLE_FIX}`,
         width,
         '    ',
       ),
@@ -123,7 +125,7 @@ export function renderMatrix(report: MatrixReport, c: Colors, width = 80): strin
     );
     for (const r of report.crossUid.rows) out.push(...wrapLine(`  ${r.scenario}: ${termSafe(r.detail)}`, width, '      '));
   } else {
-    out.push(c.dim(`cross-uid rows skipped: ${report.crossUid.skipped ?? 'not requested'}`));
+    out.push(...wrapLine(`cross-uid rows skipped: ${report.crossUid.skipped ?? 'not requested'}`, width, '  ').map((l) => c.dim(l)));
   }
   if (report.crossUid.leftover.length > 0) {
     const left = report.crossUid.leftover;
@@ -133,12 +135,12 @@ export function renderMatrix(report: MatrixReport, c: Colors, width = 80): strin
   out.push('');
   const verdict =
     report.summary.failed === 0
-      ? c.green(`✓ all ${report.summary.cells} cells match docs/permissions.md`)
-      : c.red(`✗ ${report.summary.failed} of ${report.summary.cells} cells differ from docs/permissions.md`);
+      ? c.green(`✓ all ${count(report.summary.cells)} cells match docs/permissions.md`)
+      : c.red(`✗ ${count(report.summary.failed)} of ${count(report.summary.cells)} cells differ from docs/permissions.md`);
   const cross = report.crossUid.ran
     ? report.summary.crossUidFailed === 0
-      ? `, cross-uid ${report.crossUid.rows.length}/${report.crossUid.rows.length} ✓`
-      : c.red(`, cross-uid ${report.summary.crossUidFailed} ✗`)
+      ? `, cross-uid ${count(report.crossUid.rows.length)}/${count(report.crossUid.rows.length)} ✓`
+      : c.red(`, cross-uid ${count(report.summary.crossUidFailed)} ✗`)
     : '';
   out.push(`${verdict}${cross} (${(report.durationMs / 1000).toFixed(1)} s)`);
   return out.join('\n');

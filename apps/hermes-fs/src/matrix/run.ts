@@ -80,9 +80,19 @@ export interface MatrixReport {
   readonly summary: { readonly cells: number; readonly passed: number; readonly failed: number; readonly crossUidFailed: number };
 }
 
+/**
+ * Why the cross-uid rows did not run when they were not asked for: they create accounts, so only on request.
+ */
+export const CROSS_UID_NOT_ASKED = 'not requested: they create two throwaway users and a group; run as root with --cross-uid to add them';
+
 export interface MatrixOptions {
   readonly only?: readonly MatrixArtifact[];
-  /** Skip the cross-uid rows even as root. */
+  /**
+   * Add the cross-uid rows: as root, create two throwaway users and a group, run the probes as them and remove
+   * them (default false: nothing is created unless asked; the rows are then reported as skipped, with the flag).
+   */
+  readonly crossUid?: boolean;
+  /** Skip the cross-uid rows (the default; wins over {@link crossUid}). */
   readonly noCrossUid?: boolean;
   /**
    * Handle SIGINT/SIGTERM while the matrix runs (the CLI): stop the children, wait for them, remove the
@@ -172,7 +182,7 @@ async function crossUidSafe(cleanup: Cleanup, signal: AbortSignal): Promise<Cros
           expected: 'written',
           outcome: 'error',
           ok: false,
-          detail: `${message} (run with --no-cross-uid to skip the cross-uid rows)`,
+          detail: `${message} (run without --cross-uid to skip the cross-uid rows)`,
           path: null,
           uid: null,
           code: null,
@@ -327,11 +337,11 @@ export async function runMatrix(options: MatrixOptions = {}): Promise<MatrixRepo
   try {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-fs-matrix-'));
     cleanup.paths.push(root);
-    const wantCrossUid = artifacts.includes('pending-messages') && options.noCrossUid !== true;
+    const wantCrossUid = artifacts.includes('pending-messages') && options.crossUid === true && options.noCrossUid !== true;
     const crossSkip = !wantCrossUid
-      ? options.noCrossUid === true
-        ? 'disabled with --no-cross-uid'
-        : 'pending-messages not selected'
+      ? !artifacts.includes('pending-messages')
+        ? 'pending-messages not selected'
+        : CROSS_UID_NOT_ASKED
       : !isRoot()
         ? 'not running as root (the cross-uid rows need useradd/groupadd and two real uids)'
         : process.platform !== 'linux'

@@ -12,6 +12,7 @@ import {
   type SpoolEntryProblem,
   type SpoolEntryWithContent,
 } from '@hermes/gateway';
+import type { PendingListTotalsJson } from '../json/pending.js';
 import { CliError, EXIT } from '../lib/output.js';
 
 function codeOf(err: unknown): string {
@@ -42,7 +43,7 @@ export function entryJson<E extends SpoolEntry>(entry: E): E & { readonly time: 
 }
 
 /** The short id shown in tables: 8 hex characters of a standard name (enough for `show`/`export`), else the id. */
-export function shortId(entry: SpoolEntry): string {
+export function shortId(entry: Pick<SpoolEntry, 'id'>): string {
   return /^[0-9a-f]{32}$/.test(entry.id) ? entry.id.slice(0, 8) : entry.id;
 }
 
@@ -129,7 +130,8 @@ export class SpoolTotals {
     this.newest = this.newest === null ? t : Math.max(this.newest, t);
   }
 
-  toJSON(): object {
+  /** The `totals` of `pending list --json` (schema/pending-list.schema.json). */
+  toJSON(): PendingListTotalsJson {
     return {
       files: this.files,
       bytes: this.bytes,

@@ -24,6 +24,7 @@ import {
 import { type Cell, type Column, renderTable } from '../lib/table.js';
 import { outputWidth, termSafe, wrapLine } from '../lib/term.js';
 import { entryJson, shortId, SpoolTotals, spoolDirOf, unreadableSpool } from './common.js';
+import type { PendingListJson } from '../json/pending.js';
 
 export interface ListOptions {
   /** Rows of the table (and, when given explicitly with --json, entries of the document). */
@@ -128,10 +129,17 @@ async function listJson(ctx: RunContext, dir: string, exists: boolean, opts: Lis
   const w = new ChunkedWriter();
   const totals = new SpoolTotals();
   const J = JSON.stringify;
-  w.write(
-    `{"schemaVersion":1,"command":"pending list","home":${J(ctx.home)},"dir":${J(dir)},"exists":${String(exists)},` +
-      `"order":${J(bounded ? 'recovery' : 'scan')},"limit":${bounded ? String(opts.limit) : 'null'},"entries":[`,
-  );
+  const head = {
+    schemaVersion: 1,
+    command: 'pending list',
+    home: ctx.home,
+    dir,
+    exists,
+    order: bounded ? 'recovery' : 'scan',
+    limit: bounded ? opts.limit : null,
+  } satisfies Omit<PendingListJson, 'entries' | 'totals' | 'ok'>;
+  // The head's members, then the entries streamed one by one, then totals and ok (schema/pending-list.schema.json).
+  w.write(`${J(head).slice(0, -1)},"entries":[`);
   let first = true;
   const emit = async (e: SpoolEntryWithContent): Promise<void> => {
     w.write(`${first ? '' : ','}\n${J(entryJson(e))}`);

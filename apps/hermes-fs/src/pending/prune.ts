@@ -8,6 +8,7 @@ import { loadConfig } from '@hermes/config';
 import { silentLogger } from '@hermes/fs-policy';
 import { prune, type PruneCategory, type PruneReport } from '@hermes/gateway';
 import type { RunContext } from '../commands/common.js';
+import type { PendingPruneJson } from '../json/pending.js';
 import { count, EXIT, type ExitCode, formatBytes, plural, printJson, println } from '../lib/output.js';
 import { termSafe } from '../lib/term.js';
 
@@ -26,7 +27,7 @@ const BAD_RETENTION: readonly PruneCategory[] = ['bad', 'partial', 'temp'];
 export async function pruneAction(ctx: RunContext, opts: PruneCommandOptions): Promise<ExitCode> {
   const dryRun = !opts.yes;
   const reports: PruneReport[] = [];
-  let retention: { bad: number; snapshots: number; source: string };
+  let retention: PendingPruneJson['retentionDays'];
   if (opts.olderThan !== undefined) {
     retention = { bad: opts.olderThan, snapshots: opts.olderThan, source: '--older-than' };
     reports.push(prune({ home: ctx.home, olderThanDays: opts.olderThan, dryRun, include: [...BAD_RETENTION, 'snapshots'], logger: silentLogger }));
@@ -58,7 +59,7 @@ export async function pruneAction(ctx: RunContext, opts: PruneCommandOptions): P
       movedAside,
       kept,
       errors,
-    });
+    } satisfies PendingPruneJson);
     return code;
   }
   const name = (p: string): string => termSafe(path.basename(p));

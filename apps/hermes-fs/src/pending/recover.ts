@@ -5,13 +5,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { silentLogger } from '@hermes/fs-policy';
-import { acquireGatewayLock, describeHolder, type GatewayLock, GatewayLockError, recoverPending, type RecoveryReport, stderrGatewayLogger } from '@hermes/gateway';
+import { acquireGatewayLock, describeHolder, type GatewayLock, GatewayLockError, recoverPending, type RecoveryReport, spoolFileId, stderrGatewayLogger } from '@hermes/gateway';
 import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
-import { SingleBar } from 'cli-progress';
 import { PROGRESS_THRESHOLD, type RunContext } from '../commands/common.js';
 import { ChunkedWriter, CliError, colorsFor, count, EXIT, type ExitCode, plural, println } from '../lib/output.js';
+import { Progress } from '../lib/progress.js';
+import { shellQuote } from '../lib/shell.js';
 import { termSafe } from '../lib/term.js';
-import { spoolDirOf, unreadableSpool } from './common.js';
+import { shortId, spoolDirOf, unreadableSpool } from './common.js';
+import type { PendingRecoverJson } from '../json/pending.js';
 
 export interface RecoverOptions {
   /** Create an empty state.db when there is none (owned by the home's owner; refused where that cannot be). */
@@ -28,17 +30,25 @@ function codeOf(err: unknown): string {
 
 const euid = (): number => (typeof process.geteuid === 'function' ? process.geteuid() : -1);
 
-/** True when the spool holds at least one entry (nothing to do otherwise: no state.db is needed). */
-function spoolHasEntries(dir: string): boolean {
+/**
+ * How many entries the spool holds: 0 when it is missing or empty (nothing to do: no state.db is needed).
+ * Names are listed, nothing is opened; with `all` false it stops at the first entry.
+ */
+function spoolEntries(dir: string, all: boolean): number {
   let handle: fs.Dir;
   try {
     handle = fs.opendirSync(dir);
   } catch (err) {
-    if (codeOf(err) === 'ENOENT') return false;
+    if (codeOf(err) === 'ENOENT') return 0;
     throw unreadableSpool(dir, err);
   }
   try {
-    return handle.readSync() !== null;
+    let n = 0;
+    while (handle.readSync() !== null) {
+      n++;
+      if (!all) break;
+    }
+    return n;
   } finally {
     handle.closeSync();
   }
@@ -113,7 +123,7 @@ function failedOf(report: RecoveryReport): boolean {
 }
 
 /** The report as one JSON document, each array element written on its own line as it is serialised. */
-async function writeJson(w: ChunkedWriter, head: Record<string, unknown>, report: RecoveryReport | null, ok: boolean): Promise<void> {
+async function writeJson(w: ChunkedWriter, head: Omit<PendingRecoverJson, 'report' | 'ok'>, report: RecoveryReport | null, ok: boolean): Promise<void> {
   const J = JSON.stringify;
   w.write(`{${Object.entries(head).map(([k, v]) => `${J(k)}:${J(v)}`).join(',')},"report":`);
   if (report === null) w.write('null');
@@ -142,9 +152,19 @@ async function writeJson(w: ChunkedWriter, head: Record<string, unknown>, report
   await w.end();
 }
 
+/** The id `pending list` shows for a snapshot file, which `pending export` takes. */
+function snapshotId(file: string): string {
+  return shortId({ id: spoolFileId(path.basename(file)) });
+}
+
+/** ` --home H`, so the printed command works as it is, whatever the environment of the next shell. */
+function exportHome(ctx: RunContext): string {
+  return ` --home ${shellQuote(termSafe(ctx.home))}`;
+}
+
 function capped<T>(items: readonly T[], line: (item: T) => string): string[] {
   const out = items.slice(0, PER_KIND_LIMIT).map(line);
-  if (items.length > PER_KIND_LIMIT) out.push(`  … and ${items.length - PER_KIND_LIMIT} more (all of them with --json)`);
+  if (items.length > PER_KIND_LIMIT) out.push(`  … and ${count(items.length - PER_KIND_LIMIT)} more (all of them with --json)`);
   return out;
 }
 
@@ -155,9 +175,9 @@ function removalOf(entries: readonly { readonly path: string; readonly removed: 
   const reasons = new Map(report.kept.map((k) => [k.path, k.reason]));
   const left = entries.filter((e) => !e.removed);
   const refused = left.filter((e) => reasons.get(e.path) !== 'checkpoint-pending').length;
-  const parts = [`${String(gone)} removed`];
-  if (refused > 0) parts.push(`could not remove ${String(refused)}`);
-  if (left.length > refused) parts.push(`${String(left.length - refused)} kept until a checkpoint`);
+  const parts = [`${count(gone)} removed`];
+  if (refused > 0) parts.push(`could not remove ${count(refused)}`);
+  if (left.length > refused) parts.push(`${count(left.length - refused)} kept until a checkpoint`);
   return parts.join(', ');
 }
 
@@ -172,13 +192,16 @@ function unremovedCodes(report: RecoveryReport): string {
     g.dirs.add(path.dirname(e.path));
     byCode.set(e.code, g);
   }
-  return [...byCode].map(([code, g]) => `${byCode.size > 1 ? `${String(g.n)} ` : ''}${code} at ${termSafe(g.dirs.size === 1 ? [...g.dirs][0] ?? '' : report.dir)}`).join(', ');
+  return [...byCode].map(([code, g]) => `${byCode.size > 1 ? `${count(g.n)} ` : ''}${code} at ${termSafe(g.dirs.size === 1 ? [...g.dirs][0] ?? '' : report.dir)}`).join(', ');
 }
 
 export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Promise<ExitCode> {
   const dir = spoolDirOf(ctx.home);
   const dbFile = path.join(ctx.home, STATE_DB_FILE);
-  if (!spoolHasEntries(dir)) {
+  const stderrTty: unknown = process.stderr.isTTY;
+  const progress = new Progress({ enabled: stderrTty === true && !ctx.json, unit: 'files', label: 'recovering' });
+  const entries = spoolEntries(dir, progress.enabled);
+  if (entries === 0) {
     if (ctx.json) await writeJson(new ChunkedWriter(), { schemaVersion: 1, command: 'pending recover', home: ctx.home, stateDb: dbFile, createdDb: false }, null, true);
     else println(`nothing to recover: ${termSafe(dir)} ${fs.existsSync(dir) ? 'is empty' : 'does not exist'}`);
     return EXIT.ok;
@@ -195,9 +218,10 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
     throw err;
   }
   const { db, created } = store;
-  const stderrTty: unknown = process.stderr.isTTY;
-  const showBar = stderrTty === true && !ctx.json;
-  let bar: SingleBar | null = null;
+  // On a terminal, a large spool shows its scan at once (the pass reads every file before the first batch),
+  // then a bar with the rate and the time left.
+  const showBar = progress.enabled && entries > PROGRESS_THRESHOLD;
+  if (showBar) progress.scanning(`${path.basename(dir)}/`, entries);
   let report: RecoveryReport;
   try {
     report = recoverPending({
@@ -206,19 +230,13 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
       logger: ctx.debug ? stderrGatewayLogger : silentLogger,
       ...(showBar ? { batchSize: 100 } : {}),
       onProgress: (done, total) => {
-        if (!showBar || total <= PROGRESS_THRESHOLD) return;
-        if (bar === null) {
-          bar = new SingleBar({ stream: process.stderr, format: 'recovering [{bar}] {value}/{total} files', hideCursor: true, clearOnComplete: false }, undefined);
-          bar.start(total, done);
-        }
-        bar.setTotal(total);
-        bar.update(done);
+        if (showBar && total > PROGRESS_THRESHOLD) progress.update(done, total);
       },
     });
   } finally {
     db.close();
     lock.release();
-    (bar as SingleBar | null)?.stop();
+    progress.stop();
   }
   const failed = failedOf(report);
   if (ctx.json) {
@@ -236,7 +254,10 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
   if (unremoved > 0) println(`  ${c.red('could not remove')} ${plural(unremoved, 'recovered file')} (${unremovedCodes(report)}): the next recovery removes them without inserting them again`);
   const pendingCheckpoint = report.kept.filter((k) => k.reason === 'checkpoint-pending').length;
   if (pendingCheckpoint > 0) println(`  ${plural(pendingCheckpoint, 'recovered file')} kept until a checkpoint proves them in ${termSafe(dbFile)} (another process held a read snapshot): the next recovery removes them without inserting them again`);
-  if (report.snapshots.length > 0) println(`  ${plural(report.snapshots.length, 'agent-history snapshot')} left for you: hermes-fs pending export ID`);
+  if (report.snapshots.length > 0) {
+    println(`  ${plural(report.snapshots.length, 'agent-history snapshot')} left for you (never replayed automatically); export ${report.snapshots.length === 1 ? 'it' : 'each'} with:`);
+    for (const l of capped(report.snapshots, (s) => `    hermes-fs pending export ${shellQuote(termSafe(snapshotId(s.path)))}${exportHome(ctx)}`)) println(l);
+  }
   if (report.foreignOwner.length > 0) {
     const uids = [...new Set(report.foreignOwner.map((f) => f.uid))].join(', ');
     println(`  ${plural(report.foreignOwner.length, 'payload')} of uid ${uids} left in place: that uid's own recovery picks them up`);

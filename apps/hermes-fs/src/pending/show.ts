@@ -8,8 +8,11 @@ import {
 } from '@hermes/cli';
 import { agentHistoryMessages, readSpoolFile, type SpoolEntryWithContent, type SpoolFile } from '@hermes/gateway';
 import { formatOf, type RunContext } from '../commands/common.js';
+import type { PendingExportJson, PendingShowJson } from '../json/pending.js';
 import { CliError, colorsFor, EXIT, type ExitCode, formatBytes, printJson, println, write } from '../lib/output.js';
+import { describeUid } from '../lib/owner-name.js';
 import { saveFailed } from '../lib/save-failure.js';
+import { shellQuote } from '../lib/shell.js';
 import { termSafe } from '../lib/term.js';
 import { entryJson, findSpoolFile, shortId } from './common.js';
 
@@ -35,7 +38,7 @@ function read(entry: SpoolEntryWithContent): SpoolFile {
 export function showAction(ctx: RunContext, ref: string): ExitCode {
   const { entry, payload, raw } = read(findSpoolFile(ctx.home, ref));
   if (ctx.json) {
-    printJson({ schemaVersion: 1, command: 'pending show', ok: true, entry: entryJson(entry), payload: payload ?? null, raw: raw ?? null });
+    printJson({ schemaVersion: 1, command: 'pending show', ok: true, entry: entryJson(entry), payload: payload ?? null, raw: raw ?? null } satisfies PendingShowJson);
     return EXIT.ok;
   }
   const c = colorsFor(process.stdout);
@@ -56,7 +59,7 @@ export function showAction(ctx: RunContext, ref: string): ExitCode {
   if (entry.members !== null) field('members', String(entry.members));
   if (entry.detail !== null) field('detail', entry.detail);
   if (entry.problem === 'foreign') {
-    println(`uid ${entry.uid} owns this payload (mode ${octal(entry.mode)}); only that uid (or root) can read and recover it`);
+    println(termSafe(`${describeUid(entry.uid)} owns this payload (mode ${octal(entry.mode)}); only that uid (or root) can read and recover it`));
     return EXIT.ok;
   }
   if (entry.problem === 'not-a-regular-file') {
@@ -73,6 +76,21 @@ export function showAction(ctx: RunContext, ref: string): ExitCode {
   if (payload !== undefined) println(termSafe(JSON.stringify(payload, null, 2), { json: true, keepNewlines: true }));
   else println(termSafe(raw ?? '', { keepNewlines: true }));
   return EXIT.ok;
+}
+
+/**
+ * Another uid's file this uid cannot read: the owner is named (uid and account name) with the file's mode, and
+ * the fix is to run as that owner — whether it is a snapshot cannot be told from here.
+ */
+function foreignSpoolFile(entry: SpoolEntryWithContent, home: string): CliError {
+  const owner = describeUid(entry.uid);
+  const me = typeof process.geteuid === 'function' ? process.geteuid() : -1;
+  return new CliError(`${entry.name} belongs to ${owner} (mode ${octal(entry.mode)}): uid ${String(me)} cannot read it, so it cannot be exported from here`, {
+    code: 'EFOREIGN_OWNER',
+    path: entry.path,
+    exitCode: EXIT.error,
+    hint: `run as its owner: sudo -u '#${String(entry.uid)}' hermes-fs pending export ${shellQuote(entry.name)} --home ${shellQuote(home)}`,
+  });
 }
 
 export interface ExportOptions {
@@ -97,6 +115,7 @@ function snapshotMessages(payload: unknown, entry: SpoolEntryWithContent): Snaps
 export async function exportAction(ctx: RunContext, ref: string, opts: ExportOptions): Promise<ExitCode> {
   const format = formatOf(opts.output, opts.format, 'md');
   const found = findSpoolFile(ctx.home, ref);
+  if (found.problem === 'foreign') throw foreignSpoolFile(found, ctx.home);
   if (found.kind !== 'agent-history' || found.problem !== null) {
     const what = found.problem ?? (found.kind === 'bad' ? 'a .bad file' : `a ${found.kind} payload`);
     throw new CliError(`${found.name} is ${what}, not an agent-history snapshot`, {
@@ -116,6 +135,22 @@ export async function exportAction(ctx: RunContext, ref: string, opts: ExportOpt
   };
   if (opts.stdout) {
     const text = renderConversation(history, format, { redact: opts.redact });
+    if (ctx.json) {
+      // --stdout --json: one document, the transcript exact in `transcript`; nothing is written.
+      printJson({
+        schemaVersion: 1,
+        command: 'pending export',
+        ok: true,
+        id: entry.id,
+        source: entry.path,
+        format,
+        bytes: Buffer.byteLength(text),
+        redacted: opts.redact,
+        messages: history.messages.length,
+        transcript: text,
+      } satisfies PendingExportJson);
+      return EXIT.ok;
+    }
     // On a terminal the transcript is shown, not interpreted; into a pipe or file it stays exact.
     const tty: unknown = process.stdout.isTTY;
     write(tty === true ? termSafe(text, { keepNewlines: true }) : text);
@@ -136,7 +171,7 @@ export async function exportAction(ctx: RunContext, ref: string, opts: ExportOpt
         mode: octal(r.mode),
         redacted: r.redacted,
         messages: history.messages.length,
-      });
+      } satisfies PendingExportJson);
     } else {
       println(termSafe(formatSaveSuccess(r)));
       println('the snapshot stays in the spool until hermes-fs pending prune removes it (gateway.pending.snapshot_retention_days)');
