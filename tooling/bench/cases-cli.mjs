@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seedSpool } from './cases-gateway.mjs';
-import { compare, median } from './harness.mjs';
+import { compare, median, side } from './harness.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = fileURLToPath(new URL('../../apps/hermes-fs/dist/bin.js', import.meta.url));
@@ -34,6 +34,7 @@ function peakRss(workRoot, args, options = {}) {
 
 function listCase(id, home, n, samples) {
   return compare({
+    id,
     ours: {
       name: 'hermes-fs pending list (whole process)',
       run: () => {
@@ -89,15 +90,15 @@ export async function cliCases(workRoot, { samples }) {
   const N = 100_000;
   const rss = { lib: [], cli: [], cliJson: [] };
   for (let i = 0; i < 2; i++) {
-    for (const side of ['lib', 'cli', 'cliJson']) {
-      const home = path.join(workRoot, `recover-${side}-${i}`);
+    for (const who of ['lib', 'cli', 'cliJson']) {
+      const home = path.join(workRoot, `recover-${who}-${i}`);
       fs.mkdirSync(home, { mode: 0o700 });
       seedSpool(home, N);
       const args =
-        side === 'lib'
+        who === 'lib'
           ? [path.join(HERE, 'recover-lib.mjs'), home, String(N)]
-          : [BIN, 'pending', 'recover', '--home', home, ...(side === 'cliJson' ? ['--json'] : [])];
-      rss[side].push(peakRss(workRoot, args));
+          : [BIN, 'pending', 'recover', '--home', home, ...(who === 'cliJson' ? ['--json'] : [])];
+      rss[who].push(peakRss(workRoot, args));
       fs.rmSync(home, { recursive: true, force: true });
     }
   }
@@ -109,8 +110,9 @@ export async function cliCases(workRoot, { samples }) {
     title: 'pending recover of 100,000 files: peak RSS of the whole process',
     target: { op: '<=', ratio: 1.3 },
     unit: 'MiB peak RSS',
-    ours: { name: 'hermes-fs pending recover', medianMs: cli, spread: 0, samples: rss.cli, unit: 'MiB' },
-    baseline: { name: 'recoverPending alone (library, same store)', medianMs: lib, spread: 0, samples: rss.lib, unit: 'MiB' },
+    noise: 'memory',
+    ours: side('hermes-fs pending recover', rss.cli, { samples: rss.cli, unit: 'MiB' }),
+    baseline: side('recoverPending alone (library, same store)', rss.lib, { samples: rss.lib, unit: 'MiB' }),
     ratio: cli / lib,
     notes: [`with --json: ${cliJson.toFixed(0)} MiB (${(cliJson / lib).toFixed(2)}× the library's ${lib.toFixed(0)} MiB): ${cliJson / lib <= 1.3 ? 'yes' : 'MISSED'}`],
     rss: { libMiB: rss.lib, cliMiB: rss.cli, cliJsonMiB: rss.cliJson },

@@ -32,6 +32,7 @@ export async function doctorCases(workRoot, { samples }) {
   const home = path.join(workRoot, 'home');
   seedLargeHome(home, 100_000);
   const result = await compare({
+    id: 'B5',
     ours: {
       name: 'hermes-fs doctor --json (whole process)',
       run: () => {

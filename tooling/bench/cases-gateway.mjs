@@ -72,7 +72,9 @@ export async function gatewayCases(workRoot, { samples }) {
     title: 'shutdown flush of 2,000 messages, durable',
     target: { op: '>=faster', ratio: 3 },
     unit: 'per flush',
+    noise: 'fsync',
     ...(await compare({
+      id: 'B3',
       ours: {
         name: 'flushOverflow (batch, overlapped fsyncs, one dir fsync)',
         setup: freshHome,
@@ -109,6 +111,7 @@ export async function gatewayCases(workRoot, { samples }) {
     db.close();
   };
   const b4 = await compare({
+    id: 'B4',
     ours: {
       name: 'recoverPending (batched transactions, receipts)',
       setup: seeded,
@@ -130,9 +133,19 @@ export async function gatewayCases(workRoot, { samples }) {
     target: { op: '>=faster', ratio: 10 },
     unit: 'per recovery',
     ...b4,
-    notes: [`peak RSS, recovery of 100,000 files: +${rss.growthMiB.toFixed(1)} MiB over the process before recovery (${rss.beforeMiB.toFixed(0)} → ${rss.peakMiB.toFixed(0)} MiB; target < 100 MiB): ${rss.growthMiB < 100 ? 'yes' : 'MISSED'}`],
+  });
+  results.push({
+    id: 'B4-mem',
+    kind: 'absolute',
+    title: 'recovery of 100,000 payload files: peak RSS growth',
+    unit: 'MiB',
+    noise: 'memory',
+    value: rss.growthMiB,
+    target: { op: '<', value: 100 },
+    detail: `peak RSS over the process before recovery (${rss.beforeMiB.toFixed(0)} → ${rss.peakMiB.toFixed(0)} MiB)`,
     rss,
   });
+  // A place for the recovery memory scaling rows (1k / 20k / 100k / 500k files) as further `kind: 'absolute'` rows.
   return results;
 }
 

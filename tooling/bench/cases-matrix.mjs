@@ -24,6 +24,7 @@ function floorChild(umask) {
 
 export async function matrixCases(_workRoot, { samples }) {
   const result = await compare({
+    id: 'B6',
     ours: {
       name: 'hermes-fs matrix --json --no-cross-uid (whole process)',
       run: () => {

@@ -16,7 +16,8 @@ import { compare, compareEachOp } from './harness.mjs';
 setLogger(silentLogger);
 const { O_WRONLY, O_CREAT, O_EXCL } = fs.constants;
 
-function payload4k() {
+/** The 4 KiB JSON value of B1 and the peer case: 40 short messages padded to 4,096 bytes when pretty-printed. */
+export function payload4k() {
   const messages = [];
   for (let i = 0; messages.length < 40; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} `.repeat(6) });
   const value = { session_id: 'bench', messages };
@@ -25,7 +26,8 @@ function payload4k() {
   return value;
 }
 
-export async function primitiveCases(workRoot, { samples }) {
+/** B1–B2b-many (those `want` accepts), each against its baseline in the same run. */
+export async function primitiveCases(workRoot, { samples, want = () => true }) {
   const home = path.join(workRoot, 'home');
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false' } });
@@ -51,12 +53,14 @@ export async function primitiveCases(workRoot, { samples }) {
     fs.fsyncSync(dfd);
     fs.closeSync(dfd);
   };
-  results.push({
+  if (want('B1')) results.push({
     id: 'B1',
     title: 'atomic JSON write, 4 KiB, fsync file + directory',
     target: { op: '<=', ratio: 1.2 },
     unit: 'per write',
+    noise: 'fsync',
     ...(await compareEachOp({
+      id: 'B1',
       ours: { name: 'atomicWriteJsonSync', run: () => atomicWriteJsonSync(oursTarget, value, { kind: 'pending-messages', env }) },
       baseline: { name: 'floor (inline syscalls)', run: floorWrite },
       ops: samples * 40,
@@ -65,12 +69,14 @@ export async function primitiveCases(workRoot, { samples }) {
 
   // B1b: the same with the file fsync only, against write-file-atomic@7 (fsync: true).
   const wfaTarget = path.join(dir1, 'wfa.json');
-  results.push({
+  if (want('B1b')) results.push({
     id: 'B1b',
     title: 'atomic JSON write, 4 KiB, file fsync only',
     target: { op: '<=', ratio: 1.0 },
     unit: 'per write',
+    noise: 'fsync',
     ...(await compareEachOp({
+      id: 'B1b',
       ours: { name: "atomicWriteJsonSync (durable: 'file')", run: () => atomicWriteJsonSync(oursTarget, value, { kind: 'pending-messages', env, durable: 'file' }) },
       baseline: { name: 'write-file-atomic@7 sync', run: () => writeFileAtomic.sync(wfaTarget, `${JSON.stringify(value, null, 2)}\n`, { fsync: true, mode: 0o600 }) },
       ops: samples * 40,
@@ -93,12 +99,13 @@ export async function primitiveCases(workRoot, { samples }) {
     setup: fresh('baseline.jsonl'),
     run: (f) => { for (let i = 0; i < LINES; i++) fs.appendFileSync(f, line); },
   };
-  results.push({
+  if (want('B2')) results.push({
     id: 'B2',
     title: 'append 1 KiB JSONL line x 20,000 (open per call)',
     target: { op: '<=', ratio: 2.0 },
     unit: 'per line',
     ...(await compare({
+      id: 'B2',
       ours: { name: 'privateAppendSync', setup: fresh('ours.jsonl'), run: (f) => { for (let i = 0; i < LINES; i++) privateAppendSync(f, line, { kind: 'trajectories', env }); } },
       baseline: appendFileBaseline,
       samples,
@@ -110,12 +117,13 @@ export async function primitiveCases(workRoot, { samples }) {
   // (Node has no openat), fstat (refuse a FIFO or a device), write, two closes — inline, no policy code.
   const O_PATH = 0o10000000;
   const { O_APPEND, O_NONBLOCK, O_NOFOLLOW, O_DIRECTORY } = fs.constants;
-  results.push({
+  if (want('B2-floor')) results.push({
     id: 'B2-floor',
     title: 'append 1 KiB JSONL line x 20,000 (open per call), against the descriptor floor',
     target: { op: '<=', ratio: 2.0 },
     unit: 'per line',
     ...(await compare({
+      id: 'B2-floor',
       ours: { name: 'privateAppendSync', setup: fresh('ours-floor.jsonl'), run: (f) => { for (let i = 0; i < LINES; i++) privateAppendSync(f, line, { kind: 'trajectories', env }); } },
       baseline: {
         name: 'descriptor floor (inline syscalls)',
@@ -136,12 +144,13 @@ export async function primitiveCases(workRoot, { samples }) {
       ops: LINES,
     })),
   });
-  results.push({
+  if (want('B2b-sync')) results.push({
     id: 'B2b-sync',
     title: 'append 1 KiB JSONL line x 20,000 (handle, appendSync: one write per line)',
     target: { op: '>=faster', ratio: 1 },
     unit: 'per line',
     ...(await compare({
+      id: 'B2b-sync',
       ours: {
         name: 'append handle, appendSync',
         setup: fresh('handle-sync.jsonl'),
@@ -156,12 +165,13 @@ export async function primitiveCases(workRoot, { samples }) {
       ops: LINES,
     })),
   });
-  results.push({
+  if (want('B2b')) results.push({
     id: 'B2b',
     title: 'append 1 KiB JSONL line x 20,000 (handle keeps the fd)',
     target: { op: '>=faster', ratio: 5 },
     unit: 'per line',
     ...(await compare({
+      id: 'B2b',
       ours: {
         name: 'append handle, append (group commit)',
         setup: fresh('handle.jsonl'),
@@ -178,12 +188,13 @@ export async function primitiveCases(workRoot, { samples }) {
       ops: LINES,
     })),
   });
-  results.push({
+  if (want('B2b-many')) results.push({
     id: 'B2b-many',
     title: 'append 1 KiB JSONL line x 20,000 (handle, appendManySync in batches of 100)',
     target: { op: '>=faster', ratio: 5 },
     unit: 'per line',
     ...(await compare({
+      id: 'B2b-many',
       ours: {
         name: 'append handle, appendManySync x 100',
         setup: fresh('handle-many.jsonl'),

@@ -22,21 +22,59 @@ export function spread(xs) {
   return m === 0 ? 0 : (quantile(xs, 0.75) - quantile(xs, 0.25)) / m;
 }
 
-async function timeOnce(fn, setup) {
+/** Interquartile range (q75 − q25), in the samples' unit. */
+export function iqr(xs) {
+  return quantile(xs, 0.75) - quantile(xs, 0.25);
+}
+
+/**
+ * A planted regression, for showing that `pnpm bench:check` fails: HERMES_BENCH_PLANT=B2:50us (or `B1:200us,B4:20ms`)
+ * makes the "ours" side of the named cases spin for that long per operation, inside the timed section. Only the
+ * bench reads it; the packages never see it. Returns microseconds per operation for `id` (0 when not planted).
+ */
+export function plantedMicros(id, env = process.env) {
+  const spec = env.HERMES_BENCH_PLANT;
+  if (spec === undefined || spec === '' || id === undefined) return 0;
+  for (const part of spec.split(',')) {
+    const m = /^([\w-]+):(\d+(?:\.\d+)?)(us|ms)$/.exec(part.trim());
+    if (m === null) throw new Error(`HERMES_BENCH_PLANT: cannot read "${part}" (expected CASE:NUMBERus or CASE:NUMBERms, e.g. B2:50us)`);
+    if (m[1] === id) return Number(m[2]) * (m[3] === 'ms' ? 1000 : 1);
+  }
+  return 0;
+}
+
+/** Busy-waits `us` microseconds (real time spent on the CPU, as a slower code path would). */
+function spin(us) {
+  if (us <= 0) return;
+  const end = performance.now() + us / 1000;
+  while (performance.now() < end) {
+    // spinning on purpose: a planted regression
+  }
+}
+
+async function timeOnce(fn, setup, plantUs = 0) {
   const ctx = setup ? await setup() : undefined;
   const t0 = performance.now();
   await fn(ctx);
+  spin(plantUs);
   const ms = performance.now() - t0;
   return ms;
 }
 
+/** The figures of one side: median and IQR per operation (ms), spread = IQR ÷ median. */
+export function side(name, xs, extra = {}) {
+  return { name, medianMs: median(xs), iqrMs: iqr(xs), spread: spread(xs), n: xs.length, ...extra };
+}
+
 /**
- * Runs one case. `ours` and `baseline` are { name, run(ctx), setup?() } where run does `ops` operations.
- * Returns per-op medians (ms), spreads and the ratio.
+ * Runs one case. `ours` and `baseline` are { name, run(ctx), setup?() } where run does `ops` operations; `id`
+ * names the case (a planted regression, HERMES_BENCH_PLANT, applies to the "ours" side of that id only).
+ * Returns per-op medians (ms), IQRs, spreads, the samples and the ratio ours ÷ baseline.
  */
-export async function compare({ ours, baseline, warmup = 2, samples = 9, ops = 1 }) {
+export async function compare({ id, ours, baseline, warmup = 2, samples = 9, ops = 1 }) {
+  const plantUs = plantedMicros(id) * ops;
   for (let i = 0; i < warmup; i++) {
-    await timeOnce(ours.run, ours.setup);
+    await timeOnce(ours.run, ours.setup, plantUs);
     await timeOnce(baseline.run, baseline.setup);
   }
   const a = [];
@@ -44,16 +82,16 @@ export async function compare({ ours, baseline, warmup = 2, samples = 9, ops = 1
   for (let i = 0; i < samples; i++) {
     // Alternate which side goes first so neither always gets the warmer cache.
     if (i % 2 === 0) {
-      a.push((await timeOnce(ours.run, ours.setup)) / ops);
+      a.push((await timeOnce(ours.run, ours.setup, plantUs)) / ops);
       b.push((await timeOnce(baseline.run, baseline.setup)) / ops);
     } else {
       b.push((await timeOnce(baseline.run, baseline.setup)) / ops);
-      a.push((await timeOnce(ours.run, ours.setup)) / ops);
+      a.push((await timeOnce(ours.run, ours.setup, plantUs)) / ops);
     }
   }
   return {
-    ours: { name: ours.name, medianMs: median(a), spread: spread(a), samples: a },
-    baseline: { name: baseline.name, medianMs: median(b), spread: spread(b), samples: b },
+    ours: side(ours.name, a, { samples: a }),
+    baseline: side(baseline.name, b, { samples: b }),
     ratio: median(a) / median(b),
   };
 }
@@ -62,7 +100,8 @@ export async function compare({ ours, baseline, warmup = 2, samples = 9, ops = 1
  * For operations dominated by device latency (fsync): time each operation alone, alternating ours and the
  * baseline op by op, so both see the same disk state; medians over all operations.
  */
-export async function compareEachOp({ ours, baseline, warmup = 20, ops = 200 }) {
+export async function compareEachOp({ id, ours, baseline, warmup = 20, ops = 200 }) {
+  const plantUs = plantedMicros(id);
   for (let i = 0; i < warmup; i++) {
     await ours.run();
     await baseline.run();
@@ -72,15 +111,16 @@ export async function compareEachOp({ ours, baseline, warmup = 20, ops = 200 }) 
   for (let i = 0; i < ops; i++) {
     const first = i % 2 === 0 ? [ours, a] : [baseline, b];
     const second = i % 2 === 0 ? [baseline, b] : [ours, a];
-    for (const [side, into] of [first, second]) {
+    for (const [which, into] of [first, second]) {
       const t0 = performance.now();
-      await side.run();
+      await which.run();
+      if (which === ours) spin(plantUs);
       into.push(performance.now() - t0);
     }
   }
   return {
-    ours: { name: ours.name, medianMs: median(a), spread: spread(a), samples: a.length },
-    baseline: { name: baseline.name, medianMs: median(b), spread: spread(b), samples: b.length },
+    ours: side(ours.name, a),
+    baseline: side(baseline.name, b),
     ratio: median(a) / median(b),
   };
 }

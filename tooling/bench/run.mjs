@@ -1,6 +1,15 @@
 #!/usr/bin/env node
-// pnpm bench: every case, warm-up + repeated interleaved samples, median and spread, ratio against the
-// baseline measured in the same run. Not part of pnpm test.
+// pnpm bench: every case, warm-up + repeated interleaved samples, median and IQR, ratio against the baseline
+// measured in the same run. A full run writes tooling/bench/results/latest.json and regenerates BENCHMARKS.md's
+// result tables from it. Not part of pnpm test.
+//   --quick          3 samples per side (1 stop run per size; smaller peer jobs)
+//   --only=A,B       cases or groups (primitives, gateway, doctor, matrix, cli, moa, peer, stop); a partial run
+//                    writes nothing unless --out is given
+//   --out=FILE       write this run's JSON to FILE instead (BENCHMARKS.md untouched): what bench:check compares
+//   --no-write       write nothing (trial runs)
+//   --json           print the JSON instead of the table
+//   --render         run nothing: regenerate BENCHMARKS.md's tables from results/latest.json (after a renderer change)
+// HERMES_BENCH_PLANT=B2:50us plants a regression (harness.mjs); a planted run never writes the committed files.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -8,58 +17,99 @@ import { cliCases } from './cases-cli.mjs';
 import { doctorCases } from './cases-doctor.mjs';
 import { gatewayCases } from './cases-gateway.mjs';
 import { matrixCases } from './cases-matrix.mjs';
+import { moaCases } from './cases-moa.mjs';
+import { peerCases } from './cases-peer.mjs';
 import { primitiveCases } from './cases-primitives.mjs';
+import { caseRows, machineInfo, regenerateBenchmarks, renderMarkdown, RESULTS_FILE, verdict, writeResults } from './results.mjs';
+import { stopCases, stopTable } from './stop-deadline.mjs';
 
-const args = new Set(process.argv.slice(2));
-const json = args.has('--json');
-const quick = args.has('--quick');
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const opt = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const known = /^--(quick|json|no-write|render|only=.+|out=.+)$/;
+const unknown = argv.filter((a) => !known.test(a));
+if (unknown.length > 0) {
+  console.error(`bench: unknown argument(s) ${unknown.join(' ')} (known: --quick --only=A,B --out=FILE --no-write --json --render)`);
+  process.exit(2);
+}
+if (flag('render')) {
+  regenerateBenchmarks(renderMarkdown(JSON.parse(fs.readFileSync(RESULTS_FILE, 'utf8'))));
+  console.error(`bench: regenerated BENCHMARKS.md's result tables from ${path.relative(process.cwd(), RESULTS_FILE)}`);
+  process.exit(0);
+}
+const json = flag('json');
+const quick = flag('quick');
+const noWrite = flag('no-write');
+const out = opt('out');
 const samples = quick ? 3 : 9;
-const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = opt('only')?.split(',');
+const plant = process.env.HERMES_BENCH_PLANT;
 
-const GROUP_OF = { B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2-floor': 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', B3: 'gateway', B4: 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli' };
+const GROUP_OF = {
+  B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2-floor': 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives',
+  B3: 'gateway', B4: 'gateway', 'B4-mem': 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli',
+  M1: 'moa', 'M1-async': 'moa', P1: 'peer', P2: 'peer', P3: 'peer', P4: 'peer',
+};
+const groupOf = (id) => GROUP_OF[id] ?? (id.startsWith('S-') ? 'stop' : undefined);
+const wanted = (group, id) => !only || only.includes(group) || (id === undefined ? only.some((o) => groupOf(o) === group) : only.includes(id));
+
+const machine = machineInfo();
+const t0 = performance.now();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-bench-'));
 const results = [];
 try {
   const groups = [
-    ['primitives', () => primitiveCases(path.join(work, 'p'), { samples })],
+    ['primitives', () => primitiveCases(path.join(work, 'p'), { samples, want: (id) => wanted('primitives', id) })],
     ['gateway', () => gatewayCases(path.join(work, 'g'), { samples })],
     ['doctor', () => doctorCases(path.join(work, 'd'), { samples })],
     ['matrix', () => matrixCases(path.join(work, 'm'), { samples })],
     ['cli', () => cliCases(path.join(work, 'c'), { samples })],
+    ['moa', () => moaCases(path.join(work, 'moa'), { samples })],
+    ['peer', () => peerCases(path.join(work, 'py'), { quick, ids: only?.includes('peer') ? undefined : only?.filter((o) => groupOf(o) === 'peer') })],
+    ['stop', () => stopCases(path.join(work, 's'), { runs: quick ? 1 : 3 })],
   ];
   for (const [name, run] of groups) {
-    if (only && !only.some((o) => o === name || (GROUP_OF[o] ?? '') === name)) continue;
+    if (!wanted(name)) continue;
+    process.stderr.write(`bench: ${name}…\n`);
     const rs = await run();
-    for (const r of rs) if (!only || only.includes(r.id) || only.includes(name)) results.push(r);
+    for (const r of rs) if (wanted(name, r.id) || r.kind === 'skipped') results.push(r);
   }
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }
+for (const r of results) r.met = verdict(r);
 
-function verdict(r) {
-  if (r.target.op === '<=') return r.ratio <= r.target.ratio;
-  if (r.target.op === '>=faster') return 1 / r.ratio >= r.target.ratio;
-  return false;
-}
-function targetText(r) {
-  return r.target.op === '<=' ? `<= ${r.target.ratio}x` : `>= ${r.target.ratio}x faster`;
-}
-function fmt(ms, unit) {
-  if (unit === 'MiB') return `${ms.toFixed(0)} MiB`;
-  return ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(1)} us`;
+const doc = {
+  schema: 1,
+  command: ['pnpm bench', ...argv.filter((a) => !a.startsWith('--out='))].join(' '),
+  quick,
+  samples,
+  only: only ?? null,
+  plant: plant ?? null,
+  machine: { ...machine, loadAverageEnd: os.loadavg() },
+  elapsedS: (performance.now() - t0) / 1000,
+  results,
+};
+
+if (json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+else {
+  console.log(`node ${process.version}, ${machine.cpuCount} cpus, ${machine.cpuModel}; ${samples} samples per side; commit ${machine.commit}`);
+  const tables = results.filter((r) => !r.id.startsWith('S-'));
+  if (tables.length > 0) console.log(caseRows(tables));
+  const stops = results.filter((r) => r.id.startsWith('S-'));
+  if (stops.length > 0) console.log(stopTable(stops));
 }
 
-if (json) {
-  process.stdout.write(`${JSON.stringify({ node: process.version, cpus: os.cpus().length, results }, null, 2)}\n`);
+if (plant) console.error(`bench: HERMES_BENCH_PLANT=${plant} is set: this run carries a planted regression`);
+if (out !== undefined) {
+  writeResults(doc, path.resolve(out));
+  console.error(`bench: results written to ${path.resolve(out)}`);
+} else if (noWrite) {
+  console.error('bench: --no-write: results/latest.json and BENCHMARKS.md left as they are');
+} else if (only || plant) {
+  console.error(`bench: ${plant ? 'a planted run' : 'a partial run (--only)'} does not replace the committed results; --out=FILE keeps its JSON`);
 } else {
-  console.log(`node ${process.version}, ${os.cpus().length} cpus, ${os.cpus()[0]?.model ?? 'unknown cpu'}; ${samples} samples per side`);
-  console.log('| case | ours (median ± IQR) | baseline (median ± IQR) | ratio | target | met |');
-  console.log('|---|---|---|---|---|---|');
-  for (const r of results) {
-    const ratio = r.target.op === '>=faster' ? `${(1 / r.ratio).toFixed(2)}x faster` : `${r.ratio.toFixed(3)}x`;
-    console.log(
-      `| ${r.id} ${r.title} | ${r.ours.name}: ${fmt(r.ours.medianMs, r.ours.unit)} ±${(r.ours.spread * 100).toFixed(0)}% | ${r.baseline.name}: ${fmt(r.baseline.medianMs, r.baseline.unit)} ±${(r.baseline.spread * 100).toFixed(0)}% | ${ratio} | ${targetText(r)} | ${verdict(r) ? 'yes' : 'MISSED'} |`,
-    );
-    for (const extra of r.notes ?? []) console.log(`|  | ${extra} | | | | |`);
-  }
+  writeResults(doc, RESULTS_FILE);
+  regenerateBenchmarks(renderMarkdown(doc));
+  console.error(`bench: wrote ${path.relative(process.cwd(), RESULTS_FILE)} and regenerated BENCHMARKS.md's result tables`);
 }
