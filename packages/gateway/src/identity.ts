@@ -5,7 +5,7 @@
  * the same in every copy of it; the identity is a hash of those. A payload without them (the Python
  * reference's) is identified by a hash of its exact bytes, its name left out.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { isRecord } from './payload.js';
 import type { SpoolText } from './read.js';
 
@@ -17,11 +17,9 @@ export function payloadIdentity(payload: unknown, content: SpoolText): string {
   if (isRecord(payload)) {
     const { process_id: processId, pid, seq } = payload;
     if (typeof processId === 'string' && processId !== '' && Number.isSafeInteger(pid) && Number.isSafeInteger(seq)) {
-      return createHash('sha256').update(`hermes-spool-payload/1\u0000${JSON.stringify([processId, pid, seq])}`).digest('hex');
+      return hash('sha256', `hermes-spool-payload/1\u0000${JSON.stringify([processId, pid, seq])}`, 'hex');
     }
   }
-  const h = createHash('sha256').update('hermes-spool-bytes/1\u0000');
-  if (content.bytes !== undefined) h.update(content.bytes);
-  else h.update(content.source);
-  return h.digest('hex');
+  if (content.bytes === undefined) return hash('sha256', `hermes-spool-bytes/1\u0000${content.source}`, 'hex');
+  return createHash('sha256').update('hermes-spool-bytes/1\u0000').update(content.bytes).digest('hex');
 }

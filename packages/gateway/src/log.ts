@@ -27,7 +27,11 @@ export function loggerFor(own: GatewayLogger | undefined): GatewayLogger {
   return own ?? getLogger();
 }
 
-/** `1998` → `1,998`: counts in log lines are read by people. */
+/**
+ * `1998` → `1,998`: counts in log lines are read by people. Integers are grouped here, not with
+ * `toLocaleString` (its first call loads the ICU locale data: ~7 MiB of memory for a comma).
+ */
 export function count(n: number): string {
-  return n.toLocaleString('en-US');
+  if (!Number.isSafeInteger(n)) return n.toLocaleString('en-US');
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ',');
 }

@@ -3,7 +3,8 @@
  * pass keeps per file must not be a JS object or even a JS string each (those survive into V8's old
  * generation and inflate the heap by more than their size), so everything lives in typed arrays and byte
  * buffers outside the JS heap:
- * - the file name, as UTF-8, packed back to back (~45 bytes for `pending-<32 hex>.json`);
+ * - the file name, packed back to back: the 16 bytes of its hex digits for a `pending-<32 hex>.json` name this
+ *   package writes, UTF-8 otherwise;
  * - the ordering key: `ts` and `seq` (two doubles);
  * - the files' texts, as long as all of them fit a fixed budget, so that a spool of ordinary size is read
  *   once. A larger spool is read twice (the page cache makes the second read cheap) and keeps no text at all:
@@ -11,17 +12,25 @@
  *   would still be held at the end of the pass, when the report is largest;
  * - for a member of a batch file (batch.ts), the batch it came from and its text, always: a member has no
  *   file of its own to read again, and the batch is read once.
+ * What only some spools need (kept texts, batch members) is allocated when the first one comes: a spool of
+ * 100,000 plain payloads costs about 37 bytes per file here (ordering key, name, name form).
  */
 
 import { compareNames } from './names.js';
+import { PENDING_FILE_PATTERN } from './payload.js';
 
 const INITIAL_FILES = 1024;
 const INITIAL_NAME_BYTES = 64 * 1024;
 const INITIAL_TEXT_BYTES = 256 * 1024;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit. */
 const MAX_UTF8_PER_UNIT = 3;
+/** `pending-` and `.json` around the 32 hex digits of a payload name this package writes. */
+const PENDING_PREFIX = 'pending-';
+const PENDING_SUFFIX = '.json';
 
-function grown<T extends Float64Array | Uint32Array | Int32Array>(array: T, length: number, make: (n: number) => T): T {
+type Grown = Float64Array | Uint32Array | Int32Array | Uint8Array;
+
+function grown<T extends Grown>(array: T, length: number, make: (n: number) => T): T {
   const next = make(Math.max(length, array.length * 2));
   next.set(array);
   return next;
@@ -34,26 +43,42 @@ function grownBuffer(buffer: Buffer, used: number, needed: number, limit = Numbe
   return next;
 }
 
+/** Where kept texts are, while the budget holds (dropped as a whole once it does not). */
+interface KeptTexts {
+  bytes: Buffer;
+  used: number;
+  /** Byte range of each entry's text in `bytes`; start -1 = not kept. */
+  start: Int32Array;
+  end: Uint32Array;
+}
+
+/** Batch membership and pinned member texts: allocated with the first member (most spools have none). */
+interface Members {
+  /** Batch index of each entry (-1: a file of its own). */
+  batch: Int32Array;
+  /** Byte range of each member's text in `pinned` (kept whatever the budget). */
+  start: Float64Array;
+  end: Float64Array;
+  pinned: Buffer;
+  used: number;
+}
+
 export class RecoveryOrder {
   #count = 0;
+  #capacity = INITIAL_FILES;
   #ts = new Float64Array(INITIAL_FILES);
   #seq = new Float64Array(INITIAL_FILES);
   /** End offset of each name in #names (a name starts where the previous one ends). */
   #nameEnd = new Uint32Array(INITIAL_FILES);
+  /**
+   * 1 when the name is a payload name this package writes (`pending-<32 hex>.json`), stored as its 16 bytes;
+   * 0 when it is stored as UTF-8.
+   */
+  #nameHex = new Uint8Array(INITIAL_FILES);
   #names: Buffer = Buffer.allocUnsafeSlow(INITIAL_NAME_BYTES);
   #namesUsed = 0;
-  /** Byte range of each kept text in #texts; start -1 = not kept. */
-  #textStart = new Int32Array(INITIAL_FILES);
-  #textEnd = new Uint32Array(INITIAL_FILES);
-  #texts: Buffer | undefined;
-  #textsUsed = 0;
-  /** Batch index of each entry (-1: a file of its own). */
-  #batch = new Int32Array(INITIAL_FILES);
-  /** Byte range of each batch member's text in #pinned (kept whatever the budget). */
-  #pinStart = new Float64Array(INITIAL_FILES);
-  #pinEnd = new Float64Array(INITIAL_FILES);
-  #pinned: Buffer = Buffer.allocUnsafeSlow(0);
-  #pinnedUsed = 0;
+  #texts: KeptTexts | undefined;
+  #members: Members | undefined;
   /** Set once the texts outgrew the budget: none are kept from then on. */
   #textsDropped = false;
   readonly #textBudget: number;
@@ -77,84 +102,117 @@ export class RecoveryOrder {
    */
   add(name: string, ts: number, seq: number, text: string | undefined, batch = -1): void {
     const i = this.#count;
-    if (i === this.#ts.length) {
-      const n = i * 2;
-      this.#ts = grown(this.#ts, n, (k) => new Float64Array(k));
-      this.#seq = grown(this.#seq, n, (k) => new Float64Array(k));
-      this.#nameEnd = grown(this.#nameEnd, n, (k) => new Uint32Array(k));
-      this.#textStart = grown(this.#textStart, n, (k) => new Int32Array(k));
-      this.#textEnd = grown(this.#textEnd, n, (k) => new Uint32Array(k));
-      this.#batch = grown(this.#batch, n, (k) => new Int32Array(k));
-      this.#pinStart = grown(this.#pinStart, n, (k) => new Float64Array(k));
-      this.#pinEnd = grown(this.#pinEnd, n, (k) => new Float64Array(k));
-    }
-    const maxName = name.length * MAX_UTF8_PER_UNIT;
-    if (this.#namesUsed + maxName > this.#names.length) {
-      this.#names = grownBuffer(this.#names, this.#namesUsed, this.#namesUsed + maxName);
-    }
-    this.#namesUsed += this.#names.write(name, this.#namesUsed, 'utf8');
-    this.#nameEnd[i] = this.#namesUsed;
+    if (i === this.#capacity) this.#grow(i * 2);
+    this.#addName(i, name);
     this.#ts[i] = ts;
     this.#seq[i] = seq;
-    this.#textStart[i] = -1;
-    this.#batch[i] = batch;
-    if (batch >= 0) this.#pin(i, text ?? '');
+    if (batch >= 0) this.#pin(i, text ?? '', batch);
     else if (text !== undefined) this.#keepText(i, text);
     this.#count = i + 1;
   }
 
-  #pin(i: number, text: string): void {
-    const max = text.length * MAX_UTF8_PER_UNIT;
-    if (this.#pinnedUsed + max > this.#pinned.length) {
-      this.#pinned = grownBuffer(this.#pinned, this.#pinnedUsed, Math.max(this.#pinnedUsed + max, INITIAL_TEXT_BYTES));
+  #grow(n: number): void {
+    this.#capacity = n;
+    this.#ts = grown(this.#ts, n, (k) => new Float64Array(k));
+    this.#seq = grown(this.#seq, n, (k) => new Float64Array(k));
+    this.#nameEnd = grown(this.#nameEnd, n, (k) => new Uint32Array(k));
+    this.#nameHex = grown(this.#nameHex, n, (k) => new Uint8Array(k));
+    const t = this.#texts;
+    if (t !== undefined) {
+      t.start = grown(t.start, n, (k) => new Int32Array(k).fill(-1));
+      t.end = grown(t.end, n, (k) => new Uint32Array(k));
     }
-    this.#pinStart[i] = this.#pinnedUsed;
-    this.#pinnedUsed += this.#pinned.write(text, this.#pinnedUsed, 'utf8');
-    this.#pinEnd[i] = this.#pinnedUsed;
+    const m = this.#members;
+    if (m !== undefined) {
+      m.batch = grown(m.batch, n, (k) => new Int32Array(k).fill(-1));
+      m.start = grown(m.start, n, (k) => new Float64Array(k));
+      m.end = grown(m.end, n, (k) => new Float64Array(k));
+    }
+  }
+
+  #addName(i: number, name: string): void {
+    const hex = PENDING_FILE_PATTERN.test(name);
+    const max = hex ? 16 : name.length * MAX_UTF8_PER_UNIT;
+    if (this.#namesUsed + max > this.#names.length) {
+      this.#names = grownBuffer(this.#names, this.#namesUsed, this.#namesUsed + max);
+    }
+    this.#namesUsed += hex
+      ? this.#names.write(name.slice(PENDING_PREFIX.length, PENDING_PREFIX.length + 32), this.#namesUsed, 'hex')
+      : this.#names.write(name, this.#namesUsed, 'utf8');
+    this.#nameEnd[i] = this.#namesUsed;
+    this.#nameHex[i] = hex ? 1 : 0;
+  }
+
+  #pin(i: number, text: string, batch: number): void {
+    let m = this.#members;
+    if (m === undefined) {
+      const n = this.#capacity;
+      m = { batch: new Int32Array(n).fill(-1), start: new Float64Array(n), end: new Float64Array(n), pinned: Buffer.allocUnsafeSlow(0), used: 0 };
+      this.#members = m;
+    }
+    const max = text.length * MAX_UTF8_PER_UNIT;
+    if (m.used + max > m.pinned.length) m.pinned = grownBuffer(m.pinned, m.used, Math.max(m.used + max, INITIAL_TEXT_BYTES));
+    m.batch[i] = batch;
+    m.start[i] = m.used;
+    m.used += m.pinned.write(text, m.used, 'utf8');
+    m.end[i] = m.used;
   }
 
   /** The batch entry `i` is a member of, or -1 for a file of its own. */
   batch(i: number): number {
-    return this.#batch[i] ?? -1;
+    return this.#members?.batch[i] ?? -1;
   }
 
   #keepText(i: number, text: string): void {
     if (this.#textsDropped) return;
     const bytes = Buffer.byteLength(text, 'utf8');
-    const end = this.#textsUsed + bytes;
+    const t = this.#texts;
+    const used = t?.used ?? 0;
+    const end = used + bytes;
     if (end > this.#textBudget) {
       this.#textsDropped = true;
       this.#texts = undefined;
-      this.#textsUsed = 0;
-      this.#textStart.fill(-1, 0, i);
       return;
     }
-    let texts = this.#texts;
-    if (texts === undefined || end > texts.length) {
-      texts =
-        texts === undefined
-          ? Buffer.allocUnsafeSlow(Math.min(this.#textBudget, Math.max(INITIAL_TEXT_BYTES, bytes)))
-          : grownBuffer(texts, this.#textsUsed, end, this.#textBudget);
-      this.#texts = texts;
+    if (t === undefined) {
+      const n = this.#capacity;
+      const kept: KeptTexts = {
+        bytes: Buffer.allocUnsafeSlow(Math.min(this.#textBudget, Math.max(INITIAL_TEXT_BYTES, bytes))),
+        used: 0,
+        start: new Int32Array(n).fill(-1),
+        end: new Uint32Array(n),
+      };
+      this.#texts = kept;
+      this.#write(kept, i, text, end);
+      return;
     }
-    texts.write(text, this.#textsUsed, 'utf8');
-    this.#textStart[i] = this.#textsUsed;
-    this.#textEnd[i] = end;
-    this.#textsUsed = end;
+    if (end > t.bytes.length) t.bytes = grownBuffer(t.bytes, t.used, end, this.#textBudget);
+    this.#write(t, i, text, end);
+  }
+
+  #write(t: KeptTexts, i: number, text: string, end: number): void {
+    t.bytes.write(text, t.used, 'utf8');
+    t.start[i] = t.used;
+    t.end[i] = end;
+    t.used = end;
   }
 
   /** The name of file `i`. */
   name(i: number): string {
     const start = i === 0 ? 0 : (this.#nameEnd[i - 1] ?? 0);
-    return this.#names.toString('utf8', start, this.#nameEnd[i] ?? start);
+    const end = this.#nameEnd[i] ?? start;
+    if (this.#nameHex[i] === 1) return `${PENDING_PREFIX}${this.#names.toString('hex', start, end)}${PENDING_SUFFIX}`;
+    return this.#names.toString('utf8', start, end);
   }
 
   /** The text kept for file `i` (decoded again), or undefined: read the file again. */
   text(i: number): string | undefined {
-    if ((this.#batch[i] ?? -1) >= 0) return this.#pinned.toString('utf8', this.#pinStart[i] ?? 0, this.#pinEnd[i] ?? 0);
-    const start = this.#textStart[i] ?? -1;
-    if (start < 0 || this.#texts === undefined) return undefined;
-    return this.#texts.toString('utf8', start, this.#textEnd[i] ?? start);
+    const m = this.#members;
+    if (m !== undefined && (m.batch[i] ?? -1) >= 0) return m.pinned.toString('utf8', m.start[i] ?? 0, m.end[i] ?? 0);
+    const t = this.#texts;
+    const start = t?.start[i] ?? -1;
+    if (t === undefined || start < 0) return undefined;
+    return t.bytes.toString('utf8', start, t.end[i] ?? start);
   }
 
   /** Indexes in recovery order: `(ts, seq, name)`; names are only decoded to break a tie. */

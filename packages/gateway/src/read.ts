@@ -15,21 +15,28 @@ const constants = fs.constants as Partial<typeof fs.constants>;
 export const READ_FLAGS: number = fs.constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 const NOATIME: number = constants.O_NOATIME ?? 0;
 
+/** The buffer spool reads go through, reused (never allocated per file); grown up to {@link SCRATCH_MAX}. */
+let scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
+/** A file larger than this is read into a buffer of its own, so one large file does not stay in memory. */
+const SCRATCH_MAX = 1024 * 1024;
+
 /**
- * Reads a whole spool file: opened without following a link and without blocking, checked with `fstat` before
- * a single byte is read (a FIFO, socket or device planted under a payload's name is refused with ENOTREGULAR),
- * with O_NOATIME when it is allowed (recovery reads each file just before deleting it; an atime update is a
- * journalled inode write per file).
+ * Reads a whole spool file into the shared read buffer and returns a view of it, valid only until the next
+ * read (copy what must outlive it). Opened without following a link and without blocking, checked with `fstat`
+ * before a single byte is read (a FIFO, socket or device planted under a payload's name is refused with
+ * ENOTREGULAR), with O_NOATIME when it is allowed (recovery reads each file just before deleting it; an atime
+ * update is a journalled inode write per file). One read call for a file that does not grow meanwhile: the
+ * buffer is asked for one byte more than `fstat` said, and a short read of a regular file is its end.
  */
 function readBytes(dir: HeldDirectory, name: string): Buffer {
-  const p = dir.display(name);
+  const at = dir.at(name);
   let fd: number;
   try {
     try {
-      fd = NOATIME !== 0 ? fs.openSync(dir.at(name), READ_FLAGS | NOATIME) : fs.openSync(dir.at(name), READ_FLAGS);
+      fd = fs.openSync(at, READ_FLAGS | NOATIME);
     } catch (err) {
       if (NOATIME === 0 || (err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
-      fd = fs.openSync(dir.at(name), READ_FLAGS);
+      fd = fs.openSync(at, READ_FLAGS);
     }
   } catch (err) {
     throw dir.explain(err);
@@ -37,18 +44,23 @@ function readBytes(dir: HeldDirectory, name: string): Buffer {
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) {
+      const p = dir.display(name);
       throw Object.assign(new Error(`ENOTREGULAR: not a regular file (a FIFO, socket or device), read '${p}'`), { code: 'ENOTREGULAR', path: p });
     }
-    const chunks: Buffer[] = [];
+    const need = st.size + 1;
+    if (need > scratch.length && need <= SCRATCH_MAX) scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(need, scratch.length * 2)));
+    let buf = need <= scratch.length ? scratch : Buffer.allocUnsafeSlow(need);
     let total = 0;
     for (;;) {
-      const buf = Buffer.allocUnsafe(Math.max(st.size + 1 - total, 65536));
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      chunks.push(buf.subarray(0, n));
+      const want = buf.length - total;
+      const n = fs.readSync(fd, buf, total, want, null);
       total += n;
+      if (n < want) break; // the end of the file (n === 0 included)
+      const next = Buffer.allocUnsafeSlow(buf.length * 2); // the file grew past what fstat said
+      buf.copy(next, 0, 0, total);
+      buf = next;
     }
-    return chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)) : Buffer.concat(chunks, total);
+    return buf.subarray(0, total);
   } finally {
     fs.closeSync(fd);
   }
@@ -86,9 +98,10 @@ export interface SpoolText {
  * read again as bytes and decoded strictly.
  */
 export function readSpoolText(dir: HeldDirectory, name: string): SpoolText {
-  const bytes = readBytes(dir, name);
-  const source = bytes.toString('utf8');
+  const view = readBytes(dir, name);
+  const source = view.toString('utf8');
   if (!source.includes(REPLACEMENT)) return spoolTextOf(source);
+  const bytes = Buffer.from(view); // kept with the text: the shared read buffer is reused by the next read
   let text: string;
   try {
     // TextDecoder drops a UTF-8 BOM (Python's utf-8-sig) and, with `fatal`, refuses invalid UTF-8.

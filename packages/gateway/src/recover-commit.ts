@@ -5,7 +5,8 @@
  * store confirms its commits are in its main database file.
  */
 import * as fs from 'node:fs';
-import { hintFor } from '@hermes/fs-policy';
+import * as path from 'node:path';
+import { type HeldDirectory, hintFor } from '@hermes/fs-policy';
 import { sys } from './held.js';
 import type { PayloadKind } from './payload.js';
 import { isMemberPath } from './recover-batch.js';
@@ -73,7 +74,11 @@ export class Batches {
   readonly #options: RecoverOptions;
   readonly #storePath: string;
   readonly #dir: string;
+  /** `<dir>/`: the start of the path of every file of the spool itself (a batch member's path is not one). */
+  readonly #prefix: string;
   readonly #pass: PassSink;
+  /** The held spool the pass works in: committed files are removed through its descriptor. */
+  held: HeldDirectory | undefined;
   /** When the pass began (performance.now()): the end-of-pass checkpoint retry never waits longer than the pass took. */
   readonly #started = performance.now();
   readonly #retryMs: number;
@@ -84,6 +89,7 @@ export class Batches {
     this.#storePath = storePath;
     this.#dir = dir;
     this.#pass = pass;
+    this.#prefix = `${dir}${path.sep}`;
     const retry = options.checkpointRetryMs;
     this.#retryMs = DEFAULT_CHECKPOINT_RETRY_MS;
     if (retry !== undefined) {
@@ -265,7 +271,8 @@ export class Batches {
     // A batch member has no file of its own: its batch is removed once every member is settled (recover-batch.ts).
     if (isMemberPath(p)) return true;
     try {
-      fs.unlinkSync(sys(p));
+      const held = this.held;
+      fs.unlinkSync(held !== undefined && p.startsWith(this.#prefix) ? held.at(p.slice(this.#prefix.length)) : sys(p));
       return true;
     } catch (err) {
       const code = codeOf(err, 'EUNKNOWN');

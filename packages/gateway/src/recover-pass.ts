@@ -6,30 +6,25 @@ import { positiveIntegerProblem } from './errors.js';
 import { JsonTooDeepError, parseJsonTolerant } from './json.js';
 import { type GatewayLogger, loggerFor } from './log.js';
 import { decide, type Decision } from './decide.js';
-import { payloadIdentity } from './identity.js';
 import { orderingKey } from './payload.js';
 import { BatchFiles } from './recover-batch.js';
 import { Batches } from './recover-commit.js';
 import { logRecoverySummary } from './recover-log.js';
 import type { KeptReason, RecoverOptions, RecoveryReport } from './recover-types.js';
-import { codeOf, egid, euid, messageOf, ownerOf, type Problem } from './recover-util.js';
+import { codeOf, egid, euid, messageOf, type Problem } from './recover-util.js';
 import { salvageTemps } from './salvage.js';
 import { compareNames } from './names.js';
 import { RecoveryOrder } from './ordering.js';
-import { holdSpool, requireHeld, sys } from './held.js';
-import { InvalidUtf8Error, readSpoolText, receiptIdOf, type SpoolText, spoolTextOf } from './read.js';
+import { holdSpool, requireHeld } from './held.js';
+import type { HeldDirectory } from '@hermes/fs-policy';
+import { asksInBulk, lookUpReceipts, RECEIPT_LOOKUP_FILES, RECEIPT_LOOKUP_TEXT, type ReceiptAnswer } from './recover-receipts.js';
+import { readSpoolText, type SpoolText } from './read.js';
+import { type Chunked, forEachJsonEntry, idsToAsk, prepareFile, readFailureOf, unread } from './recover-chunk.js';
 import { isProfileHome, type SpoolLocation } from './spool.js';
 import { GatewayLockError, lockForPass } from './lock.js';
+import { BATCH_TEXT_LIMIT, DEFAULT_RECOVERY_BATCH_SIZE, emptyReport, INTERNED_SESSIONS, Interner, READ_AHEAD_BYTES } from './recover-limits.js';
 
-/** Files committed per store transaction unless {@link RecoverOptions.batchSize} says otherwise. */
-export const DEFAULT_RECOVERY_BATCH_SIZE = 2000;
-/** A batch is also committed once the payload text it holds reaches this many UTF-16 code units (~8 MiB). */
-const BATCH_TEXT_LIMIT = 8 * 1024 * 1024;
-/**
- * When the texts of all the files the first pass read fit in this many bytes, they are kept (outside the JS
- * heap) and every file is read once; a larger spool is read again, file by file, as its batches come.
- */
-const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+export { DEFAULT_RECOVERY_BATCH_SIZE, emptyReport } from './recover-limits.js';
 
 /** What {@link Pass} parses a file to when it could not be parsed (the file was kept). */
 const UNPARSED: unique symbol = Symbol('unparsed');
@@ -48,13 +43,22 @@ export class Pass {
   readonly #batchFiles: BatchFiles;
   /** Errors other than the store's, logged grouped by code at the end. */
   readonly #problems: Problem[] = [];
+  /** `<dir>/`, flat: the start of every spool file's path. */
+  readonly #prefix: string;
+  /** One string per session id in the report, not one per file (a spool's files mostly name a few sessions). */
+  readonly #sessions = new Interner(INTERNED_SESSIONS);
+  /** The held spool, looked up once per pass (every read goes through its descriptor). */
+  #held: HeldDirectory | undefined;
   /** Files dealt with so far (any outcome) and files found, for onProgress. */
   #done = 0;
   #total = 0;
+  /** Commits so far: a receipt lookup made before the last one is asked again. */
+  #commits = 0;
 
   constructor(options: RecoverOptions, loc: SpoolLocation) {
     this.#options = options;
     this.#loc = loc;
+    this.#prefix = `${loc.dir}${path.sep}`;
     this.#logger = loggerFor(options.logger);
     this.report = emptyReport(loc.dir);
     let batchSize = DEFAULT_RECOVERY_BATCH_SIZE;
@@ -67,13 +71,16 @@ export class Pass {
     const store = options.store;
     const storePath = (store as { path?: unknown }).path;
     this.#storePath = typeof storePath === 'string' && storePath !== '' ? storePath : 'the session store';
-    this.#batches = new Batches(this.report, options, this.#storePath, loc.dir, {
-      keep: (p, reason, detail) => {
+    const sink = {
+      keep: (p: string, reason: KeptReason, detail: string) => {
         this.keep(p, reason, detail);
       },
-      error: (p, code, message, hint) => {
+      error: (p: string, code: string, message: string, hint?: string) => {
         this.error(p, code, message, hint);
       },
+    };
+    this.#batches = new Batches(this.report, options, this.#storePath, loc.dir, {
+      ...sink,
       progress: () => {
         this.#progress();
       },
@@ -84,14 +91,7 @@ export class Pass {
         this.#batchFiles.rejected(p, reason);
       },
     });
-    this.#batchFiles = new BatchFiles(loc.dir, loc.env, this.report, {
-      keep: (p, reason, detail) => {
-        this.keep(p, reason, detail);
-      },
-      error: (p, code, message, hint) => {
-        this.error(p, code, message, hint);
-      },
-    });
+    this.#batchFiles = new BatchFiles(loc.dir, loc.env, this.report, sink);
     this.#resolver =
       options.resolveSessionId ??
       (typeof store.resolveSessionIdForKey === 'function'
@@ -122,7 +122,7 @@ export class Pass {
   }
 
   #path(name: string): string {
-    return `${this.#loc.dir}${path.sep}${name}`;
+    return this.#prefix + name; // one string per file in the report: `<dir>/` is shared by all of them
   }
 
   run(): RecoveryReport {
@@ -151,6 +151,8 @@ export class Pass {
       return this.#finish();
     }
     try {
+      this.#held = requireHeld(this.#loc.dir);
+      this.#batches.held = this.#held;
       return this.#runHeld();
     } finally {
       lock.release();
@@ -197,28 +199,13 @@ export class Pass {
     // key (and, while a budget lasts, its text) in compact form. Files that cannot be replayed whatever their
     // order are settled here.
     const order = new RecoveryOrder(READ_AHEAD_BYTES);
-    let handle: fs.Dir;
-    try {
-      handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
-    } catch (err) {
-      if (codeOf(err, '') !== 'ENOENT') this.error(dir, codeOf(err, 'EUNKNOWN'), `cannot list ${dir}: ${messageOf(err)}`);
+    const broken = forEachJsonEntry(dir, (entry) => {
+      this.#scan(entry, order);
+    });
+    if (broken !== undefined) {
+      // Nothing is committed from a listing that broke off: the next pass sees the whole directory.
+      if (!broken.opening || codeOf(broken.err, '') !== 'ENOENT') this.error(dir, codeOf(broken.err, 'EUNKNOWN'), `cannot list ${dir}: ${messageOf(broken.err)}`);
       return;
-    }
-    try {
-      for (;;) {
-        let entry: fs.Dirent | null;
-        try {
-          entry = handle.readSync();
-        } catch (err) {
-          // Nothing is committed from a listing that broke off: the next pass sees the whole directory.
-          this.error(dir, codeOf(err, 'EUNKNOWN'), `cannot list ${dir}: ${messageOf(err)}`);
-          return;
-        }
-        if (entry === null) break;
-        if (entry.name.endsWith('.json')) this.#scan(entry, order);
-      }
-    } finally {
-      handle.closeSync();
     }
     // What the first pass settled is reported in name order.
     const r = this.report;
@@ -227,22 +214,50 @@ export class Pass {
     // Second pass, in recovery order (ts, seq, name), batch by batch: each file is parsed again (and read
     // again unless its text was kept), decided, and committed with its batch; nothing of a committed batch
     // stays in memory but its report entries.
+    let chunk: Chunked[] = [];
+    let chunkText = 0;
     for (const i of order.order()) {
-      const name = order.name(i);
-      const text = order.text(i);
       // A batch member is recovered as the file `name` holding its text would be, under its own report path.
       const member = this.#batchFiles.pathOf(order, i);
-      if (member !== undefined && text !== undefined) this.#batchFiles.stage(member, text);
-      const before = this.#batches.queued.files;
-      this.#process(name, member ?? this.#path(name), text === undefined ? undefined : spoolTextOf(text));
-      const queued = this.#batches.queued;
-      if (member !== undefined && queued.files === before) this.#batchFiles.unstage(member);
-      if (queued.files >= this.#batchSize || queued.text >= BATCH_TEXT_LIMIT) this.#commit();
+      const p = member ?? this.#path(order.name(i));
+      const file = this.#batches.storeFailure === undefined ? prepareFile(this.#held ?? requireHeld(this.#loc.dir), order, i, p, member) : unread(order, i, p, member);
+      chunk.push(file);
+      chunkText += file.content?.text.length ?? 0;
+      if (chunk.length >= RECEIPT_LOOKUP_FILES || chunkText >= RECEIPT_LOOKUP_TEXT) {
+        this.#settleChunk(chunk);
+        chunk = [];
+        chunkText = 0;
+      }
     }
+    this.#settleChunk(chunk);
     this.#commit();
   }
 
+  /**
+   * Settles a chunk's files in order: one receipt lookup for the chunk (asked again for the rest of it after a
+   * commit: a receipt this pass committed meanwhile must be seen), then each file decided, queued or reported.
+   */
+  #settleChunk(chunk: readonly Chunked[]): void {
+    const store = this.#options.store;
+    const bulk = asksInBulk(store);
+    let answer: ReceiptAnswer | undefined;
+    let commits = this.#commits;
+    for (const [j, file] of chunk.entries()) {
+      if (answer === undefined || commits !== this.#commits) {
+        answer = this.#batches.storeFailure === undefined ? lookUpReceipts(store, idsToAsk(chunk, j, bulk)) : { committed: new Set() };
+        commits = this.#commits;
+      }
+      if (file.member !== undefined && file.text !== undefined) this.#batchFiles.stage(file.member, file.text);
+      const before = this.#batches.queued.files;
+      this.#settle(file, answer, bulk);
+      const queued = this.#batches.queued;
+      if (file.member !== undefined && queued.files === before) this.#batchFiles.unstage(file.member);
+      if (queued.files >= this.#batchSize || queued.text >= BATCH_TEXT_LIMIT) this.#commit();
+    }
+  }
+
   #commit(): void {
+    this.#commits++;
     this.#batches.commit();
     this.#batchFiles.committed();
   }
@@ -281,10 +296,14 @@ export class Pass {
     try {
       return parseJsonTolerant(content.text);
     } catch (err) {
-      this.keep(p, err instanceof JsonTooDeepError ? 'too-deep' : 'unparseable', `${name}: ${messageOf(err)}`);
-      this.#done++;
+      this.#unparsed(name, p, err);
       return UNPARSED;
     }
+  }
+
+  #unparsed(name: string, p: string, err: unknown): void {
+    this.keep(p, err instanceof JsonTooDeepError ? 'too-deep' : 'unparseable', `${name}: ${messageOf(err)}`);
+    this.#done++;
   }
 
   /**
@@ -293,45 +312,39 @@ export class Pass {
    */
   #read(name: string, p: string): SpoolText | undefined {
     try {
-      return readSpoolText(requireHeld(this.#loc.dir), name);
+      return readSpoolText(this.#held ?? requireHeld(this.#loc.dir), name);
     } catch (err) {
-      if (err instanceof InvalidUtf8Error) {
-        this.keep(p, 'unparseable', `${name}: ${messageOf(err)}`);
-        return undefined;
-      }
-      const code = codeOf(err, 'EUNKNOWN');
-      if (code === 'ENOENT') return undefined; // recovered by a concurrent pass meanwhile
-      if (code === 'ELOOP') {
-        this.keep(p, 'not-a-regular-file', `${name} is a symbolic link`);
-        return undefined;
-      }
-      if (code === 'EACCES' || code === 'EPERM') {
-        const owner = ownerOf(p);
-        if (owner !== undefined && owner !== euid()) {
-          this.report.foreignOwner.push({ path: p, uid: owner });
-          return undefined;
-        }
-      }
-      this.error(p, code, `cannot read ${p}: ${messageOf(err)}`);
+      this.#unreadable(name, p, err);
       return undefined;
     }
   }
 
-  #process(name: string, p: string, kept: SpoolText | undefined): void {
+  /** Settles a file that could not be read (see {@link #read}). */
+  #unreadable(name: string, p: string, err: unknown): void {
+    const f = readFailureOf(name, p, err);
+    if (f.type === 'keep') this.keep(p, f.reason, f.detail);
+    else if (f.type === 'foreign') this.report.foreignOwner.push({ path: p, uid: f.uid });
+    else if (f.type === 'error') this.error(p, f.code, f.message);
+  }
+
+  /** Settles one file of a chunk: queued for the next commit, or reported (kept, committed earlier, …). */
+  #settle(file: Chunked, answer: ReceiptAnswer, bulk: boolean): void {
+    const { name, p, parsed } = file;
     if (this.#batches.storeFailure !== undefined) {
       this.keep(p, 'store-error', 'the session store failed earlier in this pass');
       this.#done++;
       return;
     }
-    const content = kept ?? this.#read(name, p);
-    if (content === undefined) {
+    if (file.readFailure !== undefined) this.#unreadable(name, p, file.readFailure.err);
+    if (file.parseFailure !== undefined) {
+      this.#unparsed(name, p, file.parseFailure.err);
+      return;
+    }
+    if (parsed === undefined || file.content === undefined) {
       this.#done++;
       return;
     }
-    const payload = this.#parse(name, p, content); // parsed again: the file may have changed since the first pass
-    if (payload === UNPARSED) return;
-    // Exactly once per message, not per file name: the receipt is the payload's identity (identity.ts).
-    const receiptId = payloadIdentity(payload, content);
+    const { payload, receiptId } = parsed;
     let decision: Decision;
     let failure: { readonly err: unknown } | undefined;
     try {
@@ -340,33 +353,31 @@ export class Pass {
       failure = { err };
       decision = { type: 'keep', reason: 'read-error', detail: messageOf(err) };
     }
-    // A receipt of an earlier version (sha256 of name and bytes) also says "committed": a file a pass of that
-    // version committed but could not remove is only removed.
-    let committed: boolean;
-    try {
-      committed = this.#options.store.hasReceipt(receiptIdOf(name, content));
-    } catch (err) {
+    if ('failure' in answer) {
       this.#done++;
-      this.#batches.storeFailed(err);
+      this.#batches.storeFailed(answer.failure);
       this.keep(p, 'store-error', 'the session store failed earlier in this pass');
       return;
     }
+    // A receipt of an earlier version (sha256 of name and bytes) also says "committed": a file a pass of that
+    // version committed but could not remove is only removed.
+    let committed = answer.committed.has(parsed.legacyId);
     if (decision.type === 'commit' && !committed) {
       // The store checks the receipt atomically with the commit (a committed receipt → `duplicate`).
-      this.#batches.enqueue({ path: p, kind: decision.kind, sessionId: decision.sessionId, entry: { receiptId, fileName: name, rows: decision.rows } }, content.text.length);
+      this.#batches.enqueue({ path: p, kind: decision.kind, sessionId: this.#sessions.intern(decision.sessionId), entry: { receiptId, fileName: name, rows: decision.rows } }, file.content.text.length);
       return;
     }
     this.#done++;
     // A file that will not be committed now may still have been committed by an earlier pass (which crashed
     // before removing it): then it is only removed.
     if (!committed) {
-      try {
-        committed = this.#options.store.hasReceipt(receiptId);
-      } catch (err) {
-        this.#batches.storeFailed(err);
+      const own = bulk ? answer : lookUpReceipts(this.#options.store, [receiptId]);
+      if ('failure' in own) {
+        this.#batches.storeFailed(own.failure);
         this.keep(p, 'store-error', 'the session store failed earlier in this pass');
         return;
       }
+      committed = own.committed.has(receiptId);
     }
     if (committed) {
       const entry = { path: p, receiptId, removed: false };
@@ -385,9 +396,4 @@ export class Pass {
     if (this.#batchFiles.snapshot(p, decision.sessionId, decision.count)) return; // a batch member: written out
     this.report.snapshots.push({ path: p, sessionId: decision.sessionId, count: decision.count });
   }
-}
-
-/** A report with nothing in it yet. */
-export function emptyReport(dir: string): RecoveryReport {
-  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [], salvage: null, batches: [] };
 }

@@ -57,5 +57,5 @@ export interface Candidate {
    * namespace) and the file's last write (a process that started after it is a recycled pid, not the writer):
    * null when it cannot tell (another namespace, no pid in the name).
    */
-  readonly alive: boolean | null;
+  alive: boolean | null;
 }

@@ -99,16 +99,6 @@ class Salvage {
   #runHeld(): SalvageReport {
     const dir = this.#loc.dir;
     const candidates: Candidate[] = [];
-    // fs-policy's own view of its temp files: which writer is alive, read in the writer's pid namespace.
-    const alive = new Map<string, boolean | null>();
-    try {
-      for (const t of sweepTempFilesSync(sys(dir), { recursive: false, now: this.#now }).found) {
-        alive.set(path.basename(t.path), t.pidAlive);
-      }
-    } catch (err) {
-      if (codeOf(err) !== 'ENOENT') this.#error(dir, err, `cannot list the temp files of ${dir}`);
-      return this.report;
-    }
     let handle: fs.Dir;
     try {
       handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
@@ -134,10 +124,24 @@ class Salvage {
           this.#left(path.join(dir, entry.name), 'not-a-regular-file', `${entry.name} is not a regular file`);
           continue;
         }
-        candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid, alive: parsed.pid === undefined ? null : (alive.get(entry.name) ?? null) });
+        candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid, alive: null });
       }
     } finally {
       handle.closeSync();
+    }
+    // Only a spool with temp files is listed a second time, for fs-policy's own view of them: which writer is
+    // alive, read in the writer's pid namespace (a temp gone from that listing stays "cannot be checked").
+    if (candidates.some((c) => c.pid !== undefined)) {
+      const alive = new Map<string, boolean | null>();
+      try {
+        for (const t of sweepTempFilesSync(sys(dir), { recursive: false, now: this.#now }).found) {
+          alive.set(path.basename(t.path), t.pidAlive);
+        }
+      } catch (err) {
+        if (codeOf(err) !== 'ENOENT') this.#error(dir, err, `cannot list the temp files of ${dir}`);
+        return this.report;
+      }
+      for (const c of candidates) if (c.pid !== undefined) c.alive = alive.get(c.name) ?? null;
     }
     candidates.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const c of candidates) this.#one(c);

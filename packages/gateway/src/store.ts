@@ -43,6 +43,12 @@ export interface SessionStore {
   /** True when a receipt with this id is committed. */
   hasReceipt(receiptId: string): boolean;
   /**
+   * Optional, a faster {@link hasReceipt} for many ids: the ids of `receiptIds` whose receipts are committed, in
+   * one call (recovery asks it once per chunk of files instead of once per file). It must answer exactly as
+   * `hasReceipt` would for each id at the time of the call, and return a `Set`. Throws only when the store fails.
+   */
+  committedReceipts?(receiptIds: readonly string[]): ReadonlySet<string>;
+  /**
    * Commits entries, each entry's rows AND its receipt atomically (all or nothing per entry), and returns one
    * outcome per entry in order. Throws only when the store itself fails (nothing of the batch is then
    * committed); the files are kept for the next pass.

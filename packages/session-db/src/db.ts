@@ -295,6 +295,23 @@ export class SessionDb {
   }
 
   /**
+   * The ids of `receiptIds` whose recovery receipts are committed: one statement, one read snapshot for the whole
+   * list (an answer is never older than the call). Same answers as {@link hasReceipt}, id by id.
+   */
+  committedReceipts(receiptIds: readonly string[]): Set<string> {
+    if (receiptIds.length === 0) return new Set();
+    try {
+      const ids = this.#stmt('SELECT receipt_id FROM json_each(?) JOIN recovery_receipts ON receipt_id = value')
+        .pluck()
+        .all(JSON.stringify(receiptIds)) as string[];
+      return new Set(ids);
+    } catch (err) {
+      if (this.readonly && err instanceof Error && err.message.includes('no such table')) return new Set();
+      throw err;
+    }
+  }
+
+  /**
    * Commits recovered spool files, all entries in one `BEGIN IMMEDIATE` write transaction (one fsync for the
    * batch); each entry's rows and its receipt (`recovery_receipts`) are written together or not at all. Per entry:
    * - a receipt that already exists → `duplicate` (nothing inserted: the file was recovered before);

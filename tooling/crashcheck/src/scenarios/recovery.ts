@@ -93,6 +93,7 @@ export function recordedStore(db: SessionDb, rec: Recorder): SessionStore {
   let tx = 0;
   const store: SessionStore = {
     hasReceipt: (id) => db.hasReceipt(id),
+    committedReceipts: (ids) => db.committedReceipts(ids),
     commitRecovered: (entries) => {
       const id = ++tx;
       rec.dbBegin(id);
