@@ -4,7 +4,7 @@
  *
  * What SQLite really does with `/proc/self/fd/<dirfd>/state.db` (measured with strace, better-sqlite3 12 /
  * SQLite 3.5x): its unix VFS makes every name absolute and resolves each component with `lstat`/`readlink`,
- * so the magic link is turned back into the directory's textual path (`/var/lib/hermes/.hermes/state.db`)
+ * so the magic link is turned back into the directory's textual path (`/var/lib/hermes/state.db`)
  * and the database is opened by that text (`O_RDWR | O_NOFOLLOW`), later `-wal`/`-shm`/`-journal` by the same
  * text plus a suffix (`O_CREAT | O_NOFOLLOW`). Handing it the descriptor path still pins *which directory*
  * the text names (the one held, wherever it is now), but it cannot make SQLite's own lookups descriptor

@@ -187,7 +187,7 @@ export function hintFor(code: string, path: string, uid: number, gid: number): s
     case 'EMODE_TOO_WIDE':
       return `${path} grants write access to group or others beyond what its kind allows; tighten it (\`hermes-fs doctor --fix\`) or remove it.`;
     case 'EDANGEROUS_HOME':
-      return `point HERMES_HOME at a directory of its own (e.g. /var/lib/hermes/.hermes), never at / or a shared system directory.`;
+      return `point HERMES_HOME at a directory of its own (e.g. /var/lib/hermes), never at / or a shared system directory.`;
     case 'EUNSAFE_PATH':
       return `a directory on the way to ${path} can be changed by a uid other than root and the home's owner; make it root-owned and not group/world-writable (chmod go-w), or move the home, before running as root.`;
     case 'EUNSAFE_FALLBACK':
