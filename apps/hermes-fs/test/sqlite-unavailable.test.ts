@@ -8,11 +8,12 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupHomes, cli, cliJson, fixture, freshHome, seedHome, type SeedResult } from './helpers.js';
+import { SQLITE_UNLOADABLE } from '@hermes/test-utils';
+import { cleanupHomes, cli, cliJson, freshHome, seedHome, type SeedResult } from './helpers.js';
 
 afterAll(cleanupHomes);
 
-const PRELOAD = fixture('sqlite-unloadable.mjs');
+const PRELOAD = SQLITE_UNLOADABLE;
 const LOCATION = path.dirname(createRequire(createRequire(import.meta.resolve('@hermes/session-db')).resolve('better-sqlite3')).resolve('better-sqlite3/package.json'));
 const FIX =
   'build better-sqlite3 for this Node.js where it is installed — npm: `npm rebuild better-sqlite3`; ' +

@@ -8,12 +8,12 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { lastJson, runNode } from '@hermes/test-utils';
+import { lastJson, runNode, SQLITE_UNLOADABLE } from '@hermes/test-utils';
 import { expect, it } from 'vitest';
 import { tempDir } from './helpers.js';
 
 const OPEN = fileURLToPath(new URL('./fixtures/open-fail.mjs', import.meta.url));
-const PRELOAD = fileURLToPath(new URL('./fixtures/sqlite-unloadable.mjs', import.meta.url));
+const PRELOAD = SQLITE_UNLOADABLE;
 const LOCATION = path.dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json'));
 const FIX =
   'build better-sqlite3 for this Node.js where it is installed — npm: `npm rebuild better-sqlite3`; ' +

@@ -2,6 +2,7 @@ import { execFileSync, spawn, spawnSync, type SpawnSyncReturns } from 'node:chil
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
 
 export type ScenarioId = 'S1' | 'S2' | 'S3' | 'S4' | 'S5';
@@ -251,6 +252,12 @@ export function attackWorld(sizeMb = 128): AttackWorld {
 }
 
 /** Whether a usable python3 with sqlite3 exists (for cross-implementation checks). */
+/**
+ * A preload (`NODE_OPTIONS=--import <it>`) that makes better-sqlite3's native binding fail to load the way a
+ * broken install does (SQLITE_BREAK=missing, the default, or abi), without touching node_modules.
+ */
+export const SQLITE_UNLOADABLE = fileURLToPath(new URL('../fixtures/sqlite-unloadable.mjs', import.meta.url));
+
 export function hasPython3(): boolean {
   const r = spawnSync('python3', ['-c', 'import sqlite3'], { encoding: 'utf8' });
   return r.status === 0;
