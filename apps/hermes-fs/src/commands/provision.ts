@@ -164,8 +164,8 @@ export function registerProvision(program: Command): void {
     const { renderRegistry } = await import('../provision/registry-table.js');
     generate(registry, 'provision registry', (_home, json) => {
       const doc = provisionRegistry();
-      // On a terminal (or a pipe), a table that fits its width (COLUMNS); the document's `text` stays the data's.
-      if (json) printJson(doc);
+      // A table that fits the output's width (COLUMNS); the document's `text` is that table, uncoloured.
+      if (json) printJson({ ...doc, text: `${renderRegistry(doc.registry, outputWidth(), (s: string) => s).join('\n')}\n` });
       else println(renderRegistry(doc.registry, outputWidth(), colorsFor(process.stdout).bold).join('\n'));
     });
   });
