@@ -127,8 +127,19 @@ function transcriptEnv(shimDir) {
  * setup and commands in order. Writes one JSON document on stdout: per block, the transcript it produced.
  */
 function runInNamespace(blocks) {
+  // A checkout under /tmp would be hidden by the fresh tmpfs: hold it by a descriptor first and bind it back at
+  // its own path afterwards (in this private namespace only; nothing outside sees either mount). The bind names
+  // the descriptor (--no-canonicalize): the path it once had now leads into the new tmpfs.
+  const underTmp = ROOT === '/tmp' || ROOT.startsWith('/tmp/');
+  const rootFd = underTmp ? fs.openSync(ROOT, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY) : undefined;
   const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'mode=1777,size=256m', 'docs-tmp', '/tmp'], { encoding: 'utf8' });
   if (mounted.status !== 0) throw new Error(`mount -t tmpfs /tmp failed (${String(mounted.status)}): ${mounted.stderr}`);
+  if (rootFd !== undefined) {
+    fs.mkdirSync(ROOT, { recursive: true });
+    const bound = spawnSync('mount', ['--no-canonicalize', '--bind', `/proc/${String(process.pid)}/fd/${String(rootFd)}`, ROOT], { encoding: 'utf8' });
+    if (bound.status !== 0) throw new Error(`mount --bind of the checkout back to ${ROOT} failed (${String(bound.status)}): ${bound.stderr}`);
+    fs.closeSync(rootFd);
+  }
   const shimDir = '/tmp/.docs-bin';
   for (const dir of [shimDir, '/tmp/.docs-home', '/tmp/.docs-tmp']) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   fs.writeFileSync(path.join(shimDir, 'hermes-fs'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} "$@"\n`, { mode: 0o755 });
@@ -162,12 +173,9 @@ function runInNamespace(blocks) {
 /**
  * Runs marked blocks and returns, per block (same order), the transcript body it produces now. Blocks are
  * grouped by file and session; each group runs in its own private mount namespace (`unshare --mount`) with a
- * fresh tmpfs on /tmp. Needs root, `unshare` and `mount`; throws a message naming what failed.
+ * fresh tmpfs on /tmp (a checkout under /tmp is bound back at its own path). Needs root, `unshare` and `mount`; throws a message naming what failed.
  */
 export function runBlocks(blocks) {
-  if (ROOT === '/tmp' || ROOT.startsWith('/tmp/')) {
-    throw new Error(`the repository is under /tmp (${ROOT}), which the transcripts' scratch tmpfs hides: run from a checkout elsewhere`);
-  }
   const groups = new Map();
   blocks.forEach((block, index) => {
     const key = `${block.file}\0${block.session}`;
