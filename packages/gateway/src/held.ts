@@ -4,6 +4,7 @@
  * member of the service group who swaps `pending_messages/` for a link cannot make this process read, rename
  * or delete files anywhere else. Messages keep the logical paths (`explain()`).
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FsPolicyError, type HeldDirectory, type HermesEnvironment, holdDirectorySync } from '@hermes/fs-policy';
 
@@ -80,4 +81,32 @@ export function sys(p: string): string {
 export function explain<E>(err: E): E {
   for (const h of held.values()) h.dir.explain(err);
   return err;
+}
+
+/**
+ * Streams the entries of the held spool directory to `visit`, in directory order, through the held
+ * descriptor. Returns what ended the listing early (`opening`: the directory could not be opened at all), or
+ * undefined when every entry was visited.
+ */
+export function forEachSpoolEntry(dir: string, visit: (entry: fs.Dirent) => void): { readonly err: unknown; readonly opening: boolean } | undefined {
+  let handle: fs.Dir;
+  try {
+    handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
+  } catch (err) {
+    return { err, opening: true };
+  }
+  try {
+    for (;;) {
+      let entry: fs.Dirent | null;
+      try {
+        entry = handle.readSync();
+      } catch (err) {
+        return { err, opening: false };
+      }
+      if (entry === null) return undefined;
+      visit(entry);
+    }
+  } finally {
+    handle.closeSync();
+  }
 }

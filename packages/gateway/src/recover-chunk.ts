@@ -3,13 +3,11 @@
  * that the store is asked about their receipts once per chunk (recover-pass.ts). Nothing here reports: the pass
  * settles each file, in recovery order, from what is recorded here.
  */
-import * as fs from 'node:fs';
 import type { HeldDirectory } from '@hermes/fs-policy';
 import { payloadIdentity } from './identity.js';
 import { parseJsonTolerant } from './json.js';
 import type { RecoveryOrder } from './ordering.js';
 import { InvalidUtf8Error, readSpoolText, receiptIdOf, type SpoolText, spoolTextOf } from './read.js';
-import { sys } from './held.js';
 import type { KeptReason } from './recover-types.js';
 import { codeOf, euid, messageOf, ownerOf } from './recover-util.js';
 
@@ -102,30 +100,3 @@ export function readFailureOf(name: string, p: string, err: unknown): ReadFailur
   return { type: 'error', code, message: `cannot read ${p}: ${messageOf(err)}` };
 }
 
-/**
- * Streams the `*.json` entries of the held spool directory to `visit`, in directory order, through the held
- * descriptor. Returns what ended the listing early (`opening`: the directory could not be opened at all), or
- * undefined when every entry was visited.
- */
-export function forEachJsonEntry(dir: string, visit: (entry: fs.Dirent) => void): { readonly err: unknown; readonly opening: boolean } | undefined {
-  let handle: fs.Dir;
-  try {
-    handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
-  } catch (err) {
-    return { err, opening: true };
-  }
-  try {
-    for (;;) {
-      let entry: fs.Dirent | null;
-      try {
-        entry = handle.readSync();
-      } catch (err) {
-        return { err, opening: false };
-      }
-      if (entry === null) return undefined;
-      if (entry.name.endsWith('.json')) visit(entry);
-    }
-  } finally {
-    handle.closeSync();
-  }
-}

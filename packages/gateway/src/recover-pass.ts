@@ -15,11 +15,11 @@ import { codeOf, egid, euid, messageOf, type Problem } from './recover-util.js';
 import { salvageTemps } from './salvage.js';
 import { compareNames } from './names.js';
 import { RecoveryOrder } from './ordering.js';
-import { holdSpool, requireHeld } from './held.js';
+import { forEachSpoolEntry, holdSpool, requireHeld } from './held.js';
 import type { HeldDirectory } from '@hermes/fs-policy';
 import { asksInBulk, lookUpReceipts, RECEIPT_LOOKUP_FILES, RECEIPT_LOOKUP_TEXT, type ReceiptAnswer } from './recover-receipts.js';
 import { readSpoolText, type SpoolText } from './read.js';
-import { type Chunked, forEachJsonEntry, idsToAsk, prepareFile, readFailureOf, unread } from './recover-chunk.js';
+import { type Chunked, idsToAsk, prepareFile, readFailureOf, unread } from './recover-chunk.js';
 import { isProfileHome, type SpoolLocation } from './spool.js';
 import { GatewayLockError, lockForPass } from './lock.js';
 import { BATCH_TEXT_LIMIT, DEFAULT_RECOVERY_BATCH_SIZE, emptyReport, INTERNED_SESSIONS, Interner, READ_AHEAD_BYTES } from './recover-limits.js';
@@ -199,8 +199,8 @@ export class Pass {
     // key (and, while a budget lasts, its text) in compact form. Files that cannot be replayed whatever their
     // order are settled here.
     const order = new RecoveryOrder(READ_AHEAD_BYTES);
-    const broken = forEachJsonEntry(dir, (entry) => {
-      this.#scan(entry, order);
+    const broken = forEachSpoolEntry(dir, (entry) => {
+      if (entry.name.endsWith('.json')) this.#scan(entry, order);
     });
     if (broken !== undefined) {
       // Nothing is committed from a listing that broke off: the next pass sees the whole directory.

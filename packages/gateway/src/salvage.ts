@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { atomicWriteSync, FsPolicyError, fsyncHeldDirectorySync, hintFor, readRegularFileSync, sweepTempFilesSync } from '@hermes/fs-policy';
-import { explain, heldSpool, holdSpool, sys } from './held.js';
+import { explain, forEachSpoolEntry, heldSpool, holdSpool, sys } from './held.js';
 import { count, type GatewayLogger, loggerFor } from './log.js';
 import { READ_FLAGS } from './read.js';
 import { incompleteBecause, isPayloadName, maxTempBytes, tempTarget } from './salvage-temp.js';
@@ -99,35 +99,21 @@ class Salvage {
   #runHeld(): SalvageReport {
     const dir = this.#loc.dir;
     const candidates: Candidate[] = [];
-    let handle: fs.Dir;
-    try {
-      handle = fs.opendirSync(sys(dir), { bufferSize: 256 });
-    } catch (err) {
-      if (codeOf(err) !== 'ENOENT') this.#error(dir, err, `cannot list ${dir}`);
-      return this.report;
-    }
-    try {
-      for (;;) {
-        let entry: fs.Dirent | null;
-        try {
-          entry = handle.readSync();
-        } catch (err) {
-          this.#error(dir, err, `cannot list ${dir}`);
-          break;
-        }
-        if (entry === null) break;
-        if (!entry.name.startsWith('.')) continue;
-        const parsed = tempTarget(entry.name);
-        if (parsed === undefined) continue;
-        this.report.scanned++;
-        if (!entry.isFile()) {
-          this.#left(path.join(dir, entry.name), 'not-a-regular-file', `${entry.name} is not a regular file`);
-          continue;
-        }
-        candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid, alive: null });
+    const broken = forEachSpoolEntry(dir, (entry) => {
+      if (!entry.name.startsWith('.')) return;
+      const parsed = tempTarget(entry.name);
+      if (parsed === undefined) return;
+      this.report.scanned++;
+      if (!entry.isFile()) {
+        this.#left(path.join(dir, entry.name), 'not-a-regular-file', `${entry.name} is not a regular file`);
+        return;
       }
-    } finally {
-      handle.closeSync();
+      candidates.push({ name: entry.name, target: parsed.target, pid: parsed.pid, alive: null });
+    });
+    if (broken !== undefined) {
+      if (broken.opening && codeOf(broken.err) === 'ENOENT') return this.report;
+      this.#error(dir, broken.err, `cannot list ${dir}`);
+      if (broken.opening) return this.report;
     }
     // Only a spool with temp files is listed a second time, for fs-policy's own view of them: which writer is
     // alive, read in the writer's pid namespace (a temp gone from that listing stays "cannot be checked").
