@@ -59,6 +59,7 @@ export {
   type Durability,
   type WriteResult,
 } from './atomic.js';
+export { atomicWriteAt, atomicWriteAtSync, type AtomicWriteAtOptions } from './atomic-at.js';
 export {
   appendJsonLine,
   appendJsonLineSync,

@@ -218,7 +218,7 @@ export function holdDirectorySync(dir: string, options: { env?: HermesEnvironmen
   const self = selfFd(ref.fd, logical);
   const prefix = `${self}/`;
   let closed = false;
-  return {
+  const heldDir: HeldDirectory = {
     path: logical,
     self,
     at(name) {
@@ -241,7 +241,25 @@ export function holdDirectorySync(dir: string, options: { env?: HermesEnvironmen
     close() {
       if (closed) return;
       closed = true;
+      heldRefs.delete(heldDir);
       runSync(held.release());
     },
   };
+  heldRefs.set(heldDir, ref);
+  return heldDir;
+}
+
+/** The descriptor behind each open {@link HeldDirectory} (for primitives that act relative to it). */
+const heldRefs = new WeakMap<HeldDirectory, DirRef>();
+
+/**
+ * @internal The directory reference of a held directory, for primitives that act on its entries; throws EBADF
+ * (typed) once it is closed, or for an object {@link holdDirectorySync} did not return.
+ */
+export function heldDirRef(dir: HeldDirectory): DirRef {
+  const ref = heldRefs.get(dir);
+  if (ref === undefined) {
+    throw new FsPolicyError({ code: 'EBADF', step: 'resolve', path: dir.path, message: `${dir.path} is not held (closed, or not from holdDirectorySync)` });
+  }
+  return ref;
 }

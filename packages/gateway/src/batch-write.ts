@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { atomicWriteSync, FsPolicyError, parseTempName, secureMkdirSync, selfIdentity } from '@hermes/fs-policy';
+import { FsPolicyError, parseTempName, secureMkdirSync, selfIdentity } from '@hermes/fs-policy';
 import { batchFileName, serializeBatch } from './batch.js';
 import { targetOf, writeItemSync } from './job-spool.js';
 import type { DrainReason, FailedEntry } from './job-types.js';
@@ -181,7 +181,7 @@ function writeBatch(t: SpoolTarget, entries: readonly Entry[], out: RemainderOut
   let mode: number;
   for (;;) {
     try {
-      mode = atomicWriteSync(t.writePath(name), data, { ...t.writeOptions(env), overwrite: false }).mode;
+      mode = t.writeSync(name, data, env, false);
       break;
     } catch (err) {
       if (t.byPathFor(err)) continue;

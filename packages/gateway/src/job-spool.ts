@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { atomicWrite, atomicWriteSync, secureMkdir, secureMkdirSync } from '@hermes/fs-policy';
+import { secureMkdir, secureMkdirSync } from '@hermes/fs-policy';
 import { dirFailed, failure, type FlushJob, type Item, policyError, settleFailed, settleWritten } from './jobs.js';
 import { SPOOL_KIND } from './spool.js';
 import { movedOutError, notLandedError, SpoolTarget } from './spool-target.js';
@@ -102,8 +102,8 @@ export function writeItemSync(job: FlushJob, item: Item): void {
     }
     if (refusedBefore(job, item, t)) return;
     try {
-      const r = atomicWriteSync(t.writePath(name), item.data, t.writeOptions(job.loc.env));
-      settleAfter(job, item, t, r.bytes, r.mode);
+      const mode = t.writeSync(name, item.data, job.loc.env);
+      settleAfter(job, item, t, item.data.length, mode);
       return;
     } catch (err) {
       if (t.byPathFor(err) || (attempt === 0 && reopenedSync(job, t, err))) continue;
@@ -125,8 +125,8 @@ export async function writeItem(job: FlushJob, item: Item): Promise<void> {
     }
     if (refusedBefore(job, item, t)) return;
     try {
-      const r = await atomicWrite(t.writePath(name), item.data, t.writeOptions(job.loc.env));
-      settleAfter(job, item, t, r.bytes, r.mode);
+      const mode = await t.write(name, item.data, job.loc.env);
+      settleAfter(job, item, t, item.data.length, mode);
       return;
     } catch (err) {
       if (t.byPathFor(err) || (attempt === 0 && (await reopened(job, t, err)))) continue;

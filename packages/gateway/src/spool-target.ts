@@ -16,7 +16,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
   anchorMode,
+  atomicWrite,
+  atomicWriteSync,
   type AtomicWriteOptions,
+  atomicWriteAt,
+  atomicWriteAtSync,
   FsPolicyError,
   type FsPolicyErrorInit,
   fsyncHeldDirectory,
@@ -102,6 +106,22 @@ export class SpoolTarget {
     return this.byPath ? this.held.display(name) : this.held.at(name);
   }
 
+  /**
+   * Writes the payload `name` into the held directory itself (fs-policy's `atomicWriteAt`: temp, fsync,
+   * rename, all relative to the descriptor; no lookup above it, so no per-payload chain check as root).
+   * In by-path mode (see {@link byPathFor}) the logical path is written instead. Returns the final mode.
+   */
+  writeSync(name: string, data: Uint8Array, env: SpoolLocation['env'], overwrite = true): number {
+    if (this.byPath) return atomicWriteSync(this.writePath(name), data, { ...this.writeOptions(env), overwrite }).mode;
+    return atomicWriteAtSync(this.held, name, data, { kind: SPOOL_KIND, durable: 'file', env, overwrite }).mode;
+  }
+
+  /** Asynchronous form of {@link writeSync}. */
+  async write(name: string, data: Uint8Array, env: SpoolLocation['env'], overwrite = true): Promise<number> {
+    if (this.byPath) return (await atomicWrite(this.writePath(name), data, { ...this.writeOptions(env), overwrite })).mode;
+    return (await atomicWriteAt(this.held, name, data, { kind: SPOOL_KIND, durable: 'file', env, overwrite })).mode;
+  }
+
   /** The write options of a payload: the held directory is the write's root, nothing is created above it. */
   writeOptions(env: SpoolLocation['env']): AtomicWriteOptions {
     const base = { kind: SPOOL_KIND, durable: 'file', createParents: false, env } as const;
@@ -109,7 +129,9 @@ export class SpoolTarget {
   }
 
   /**
-   * As root, fs-policy checks the chain of directories above a write's root, and reads a descriptor path as
+   * For writes made by path (the blocking drain's worker, which cannot share the held directory object; the
+   * job's own writes go through {@link write}, which needs none of this):
+   * as root, fs-policy checks the chain of directories above a write's root, and reads a descriptor path as
    * the text it links to: in a group-shared home the spool's parent is group-writable, so a write rooted at
    * the held descriptor is refused (`EUNSAFE_PATH`). Root then writes each payload by its logical path —
    * through fs-policy's resolver from the chain-checked home, its moved-out guard included — and counts it
