@@ -48,6 +48,7 @@ export function verdict(r) {
   if (r.kind === 'skipped') return undefined;
   if (r.kind === 'absolute') {
     if (r.lostAny === true) return false;
+    if (r.target === undefined) return undefined; // shown for comparison, no target of its own
     return r.target.op === '<' ? r.value < r.target.value : r.value <= r.target.value;
   }
   if (r.target.op === '<=') return r.ratio <= r.target.ratio;
@@ -62,7 +63,7 @@ export function checkValue(r) {
 }
 
 export function targetText(r) {
-  if (r.kind === 'absolute') return `${r.target.op === '<' ? '<' : '≤'} ${r.target.value} ${r.unit}`;
+  if (r.kind === 'absolute') return r.target === undefined ? '—' : `${r.target.op === '<' ? '<' : '≤'} ${r.target.value} ${r.unit}`;
   return r.target.op === '<=' ? `≤ ${r.target.ratio}×` : `≥ ${r.target.ratio}× faster`;
 }
 
@@ -88,7 +89,7 @@ export function caseRows(results) {
       lines.push(`| ${r.id} ${r.title} | skipped: ${r.reason} | | | | — |`);
       continue;
     }
-    const met = r.met ? 'yes' : '**missed**';
+    const met = r.met === undefined ? '—' : r.met ? 'yes' : '**missed**';
     if (r.kind === 'absolute') {
       const v = r.unit === 'MiB' ? `${r.value >= 0 ? '+' : ''}${r.value.toFixed(1)} MiB` : `${r.value.toFixed(2)} ${r.unit}`;
       lines.push(`| ${r.id} ${r.title} | ${v}${r.detail ? `, ${r.detail}` : ''} | | — | ${targetText(r)} | ${met} |`);

@@ -10,6 +10,7 @@ import { type HeldDirectory, hintFor } from '@hermes/fs-policy';
 import { sys } from './held.js';
 import type { PayloadKind } from './payload.js';
 import { isMemberPath } from './recover-batch.js';
+import { ReceiptIndex } from './receipt-index.js';
 import type { InsertedEntry, KeptReason, RecoverOptions, RecoveryReport } from './recover-types.js';
 import { describeValue } from './errors.js';
 import { codeOf, egid, euid, messageOf, type Problem } from './recover-util.js';
@@ -69,7 +70,7 @@ export class Batches {
   /** Refused unlinks of committed files, logged as one line per code. */
   readonly unremoved: Problem[] = [];
   /** The first file of this pass queued for each receipt id (payload identity). */
-  readonly #firstOf = new Map<string, string>();
+  readonly #firstOf: ReceiptIndex;
   readonly #report: RecoveryReport;
   readonly #options: RecoverOptions;
   readonly #storePath: string;
@@ -82,6 +83,11 @@ export class Batches {
   /** When the pass began (performance.now()): the end-of-pass checkpoint retry never waits longer than the pass took. */
   readonly #started = performance.now();
   readonly #retryMs: number;
+  /**
+   * Whether files that went well get a report entry (`listCommitted`). Batch members always do: their batch's
+   * settlement is computed from them (recover-batch.ts).
+   */
+  readonly #listAll: boolean;
 
   constructor(report: RecoveryReport, options: RecoverOptions, storePath: string, dir: string, pass: PassSink) {
     this.#report = report;
@@ -90,6 +96,8 @@ export class Batches {
     this.#dir = dir;
     this.#pass = pass;
     this.#prefix = `${dir}${path.sep}`;
+    this.#listAll = options.listCommitted !== false;
+    this.#firstOf = new ReceiptIndex(this.#prefix);
     const retry = options.checkpointRetryMs;
     this.#retryMs = DEFAULT_CHECKPOINT_RETRY_MS;
     if (retry !== undefined) {
@@ -108,14 +116,19 @@ export class Batches {
 
   /** Queues a file for the next commit (the first file of each identity is remembered: later ones are its duplicates). */
   enqueue(q: Queued, textLength: number): void {
-    if (!this.#firstOf.has(q.entry.receiptId)) this.#firstOf.set(q.entry.receiptId, q.path);
+    this.#firstOf.add(q.entry.receiptId, q.path);
     this.#queue.push(q);
     this.#queueText += textLength;
   }
 
-  /** A file whose receipt an earlier pass committed: removed with the next settled batch. */
-  awaitRemoval(entry: Awaiting): void {
-    this.#awaiting.push(entry);
+  /** A file whose receipt an earlier pass committed: reported (`alreadyCommitted`), removed with the next settled batch. */
+  awaitRemoval(p: string, receiptId: string): void {
+    this.#report.counts.alreadyCommitted++;
+    if (this.#listAll || isMemberPath(p)) {
+      const entry = { path: p, receiptId, removed: false };
+      this.#report.alreadyCommitted.push(entry);
+      this.#awaiting.push(entry);
+    } else this.#awaiting.push({ path: p, removed: false });
   }
 
   /** Records the store's first failure: everything after it is kept. */
@@ -169,9 +182,13 @@ export class Batches {
       }
       switch (o.status) {
         case 'inserted': {
-          const entry: InsertedEntry = { path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds, removed: false };
-          this.#report.inserted.push(entry);
-          this.#awaiting.push(entry);
+          this.#report.counts.inserted++;
+          this.#report.counts.rows += o.rowIds.length;
+          if (this.#listAll || isMemberPath(p)) {
+            const entry: InsertedEntry = { path: p, receiptId: o.receiptId, kind: q.kind, sessionId: q.sessionId, rowIds: o.rowIds, removed: false };
+            this.#report.inserted.push(entry);
+            this.#awaiting.push(entry);
+          } else this.#awaiting.push({ path: p, removed: false });
           break;
         }
         case 'duplicate': {
@@ -179,12 +196,11 @@ export class Batches {
           // Another name of a payload this pass committed: delivered once, this name reported and removed.
           if (first !== undefined && first !== p) {
             const dup = { path: p, receiptId: o.receiptId, of: first, removed: false };
+            this.#report.counts.duplicates++;
             this.#report.duplicates.push(dup);
             this.#awaiting.push(dup);
           } else {
-            const entry = { path: p, receiptId: o.receiptId, removed: false };
-            this.#report.alreadyCommitted.push(entry);
-            this.#awaiting.push(entry);
+            this.awaitRemoval(p, o.receiptId);
           }
           break;
         }

@@ -16,7 +16,7 @@ export const INTERNED_SESSIONS = 1024;
 
 /** A report with nothing in it yet. */
 export function emptyReport(dir: string): RecoveryReport {
-  return { dir, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [], salvage: null, batches: [] };
+  return { dir, scanned: 0, counts: { inserted: 0, rows: 0, alreadyCommitted: 0, duplicates: 0 }, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [], salvage: null, batches: [] };
 }
 
 /** Returns one shared string per distinct value, remembering at most `limit` of them (later ones pass through). */

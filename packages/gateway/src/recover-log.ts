@@ -27,7 +27,7 @@ export function logRecoverySummary(ctx: SummaryContext): void {
     if (f !== undefined) {
       // What this pass committed before the store failed stays committed: said first, so the line never reads
       // as if nothing was written.
-      const committed = r.inserted.length;
+      const committed = r.counts.inserted;
       const what =
         committed === 0
           ? `kept ${count(storeKept)} file(s)`
@@ -97,8 +97,8 @@ export function logRecoverySummary(ctx: SummaryContext): void {
       ...(r.batches.length > 0 ? [`${count(fromBatches)} from ${count(r.batches.length)} batch file(s), ${count(r.batches.filter((b) => b.removed).length)} removed`] : []),
     ];
     const line =
-      `pending-message recovery: ${count(r.inserted.length)} inserted${notes.length > 0 ? ` (${notes.join('; ')})` : ''}, ` +
-      `${count(r.alreadyCommitted.length)} already committed, ${count(r.kept.length)} kept, ${count(r.bad.length)} bad, ` +
+      `pending-message recovery: ${count(r.counts.inserted)} inserted${notes.length > 0 ? ` (${notes.join('; ')})` : ''}, ` +
+      `${count(r.counts.alreadyCommitted)} already committed, ${count(r.kept.length)} kept, ${count(r.bad.length)} bad, ` +
       `${count(r.snapshots.length)} snapshot(s), ${count(r.foreignOwner.length)} foreign, ${count(r.errors.length)} error(s)`;
     const unusual =
       adopted > 0 || (r.salvage?.partial.length ?? 0) > 0 || r.kept.length > 0 || r.bad.length > 0 || r.errors.length > 0;

@@ -380,9 +380,7 @@ export class Pass {
       committed = own.committed.has(receiptId);
     }
     if (committed) {
-      const entry = { path: p, receiptId, removed: false };
-      this.report.alreadyCommitted.push(entry);
-      this.#batches.awaitRemoval(entry);
+      this.#batches.awaitRemoval(p, receiptId);
       return;
     }
     if (failure !== undefined) {

@@ -101,6 +101,13 @@ export interface RecoverOptions extends SpoolLocationOptions {
    * nothing and reports `ELOCKED` naming the holder.
    */
   lockWaitMs?: number;
+  /**
+   * List every file that went well in `inserted` and `alreadyCommitted` (default true). False: those two lists
+   * stay empty — their sizes are in `counts` — so a pass over a large spool holds no report entry per recovered
+   * file (a gateway's start-up recovery needs the counts, not 100,000 entries). Everything else is listed as
+   * always: kept, bad, duplicates, foreign, errors, and the members of batch files.
+   */
+  listCommitted?: boolean;
 }
 
 export interface InsertedEntry {
@@ -138,10 +145,24 @@ export interface RecoveryBatchFile {
   detail: string | null;
 }
 
+/** The number of files of each committed outcome (see {@link RecoveryReport.counts}). */
+export interface RecoveryCounts {
+  /** Files whose rows this pass committed (`inserted`). */
+  inserted: number;
+  /** Rows those files gave (one per message; an agent-history file may give several). */
+  rows: number;
+  /** Files committed by an earlier pass, removed now (`alreadyCommitted`). */
+  alreadyCommitted: number;
+  /** Files that held a payload this pass delivered under another name (`duplicates`). */
+  duplicates: number;
+}
+
 export interface RecoveryReport {
   readonly dir: string;
   /** `*.json` files seen. */
   scanned: number;
+  /** How many files each outcome had: the lists' lengths, also when they are not listed (`listCommitted: false`). */
+  readonly counts: RecoveryCounts;
   /** Files whose rows and receipt were committed by this pass (`removed` says whether the file is gone). */
   readonly inserted: InsertedEntry[];
   /** Files whose receipt was committed by an earlier pass (crash between commit and unlink): removed now, nothing inserted. */

@@ -7,7 +7,7 @@ import { codeOf, egid, euid, messageOf } from './recover-util.js';
 import { type SpoolLocation, spoolLocation } from './spool.js';
 import type { SessionStore } from './store.js';
 
-export type { InsertedEntry, KeptReason, RecoverOptions, RecoveryBatchFile, RecoveryHooks, RecoveryReport } from './recover-types.js';
+export type { InsertedEntry, KeptReason, RecoverOptions, RecoveryBatchFile, RecoveryCounts, RecoveryHooks, RecoveryReport } from './recover-types.js';
 export { DEFAULT_RECOVERY_BATCH_SIZE } from './recover-pass.js';
 
 /**

@@ -356,7 +356,7 @@ describe('recovery: options it cannot use', () => {
       const report = recoverPending({ home, store: store as never, logger, onProgress: (d, t) => progress.push([d, t]) });
       const message = `recoverPending needs a store with hasReceipt() and commitRecovered(), got ${got}; nothing was read or changed`;
       const hint = 'pass `store: openSessionDb({ home })` (or another SessionStore).';
-      expect(report).toEqual({ dir: home, scanned: 0, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null, batches: [] });
+      expect(report).toEqual({ dir: home, scanned: 0, counts: { inserted: 0, rows: 0, alreadyCommitted: 0, duplicates: 0 }, inserted: [], alreadyCommitted: [], duplicates: [], kept: [], bad: [], snapshots: [], foreignOwner: [], errors: [{ path: home, code: 'EINVALID_OPTION', message, hint }], salvage: null, batches: [] });
       expect(logger.lines.map((l) => [l.level, l.message, l.fields])).toEqual([
         ['error', `pending-message recovery: EINVALID_OPTION at ${home}: ${message} — fix: ${hint}`, { path: home, code: 'EINVALID_OPTION' }],
       ]);

@@ -111,6 +111,12 @@ export const pendingRecoverResult = z.strictObject({
   report: z.object({
     dir: z.string(),
     scanned: z.number().int().min(0),
+    counts: z.object({
+      inserted: z.number().int().min(0),
+      rows: z.number().int().min(0).describe("Rows the inserted files gave (one per message)."),
+      alreadyCommitted: z.number().int().min(0),
+      duplicates: z.number().int().min(0),
+    }).describe("How many files each committed outcome had (the lengths of the lists below)."),
     inserted: z.array(z.object({
       path: z.string(),
       receiptId: z.string(),
