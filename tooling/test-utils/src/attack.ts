@@ -32,7 +32,8 @@ export function runAs(
     const child = spawn('/bin/sh', ['-c', 'umask 0007 && exec "$0" "$@"', process.execPath, script, ...args], {
       uid: as.uid,
       gid: as.gid,
-      env: { PATH: process.env.PATH, ...env },
+      // HERMES_FS_ANCHOR passes through: a suite run in one anchor mode runs its victims in that mode too.
+      env: { PATH: process.env.PATH, ...(process.env.HERMES_FS_ANCHOR === undefined ? {} : { HERMES_FS_ANCHOR: process.env.HERMES_FS_ANCHOR }), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,11 +1,15 @@
 /**
  * The filesystem port. Every primitive is written once as a plan — a generator that yields the syscalls it
  * needs, each labelled with its step — and run by a synchronous or an asynchronous driver. That gives the
- * sync and async forms one body of logic, and gives tests one seam to fail or pause any step.
+ * sync and async forms one body of logic, and gives tests one seam to fail or pause any step. When the native
+ * layer is in force, a step on a name inside a held descriptor is made with the matching `*at` syscall
+ * (`native-ops.ts`); the request, its checks and the fault hook are the same in every mode.
  */
 import * as fs from 'node:fs';
 import { promisify } from 'node:util';
 import type { FsStep } from '../errors.js';
+import { nativeBinding } from '../native.js';
+import { nativeAsync, nativeSync, NOT_NATIVE } from './native-ops.js';
 
 export interface Ops {
   lstat: (path: string) => fs.Stats;
@@ -147,6 +151,11 @@ export function setFaultHook(hook: FaultHook | undefined): void {
 function invokeSync(req: Req): unknown {
   const override = faultHook?.(req);
   if (override) return override.result;
+  const native = nativeBinding();
+  if (native !== undefined) {
+    const r = nativeSync(native, req);
+    if (r !== NOT_NATIVE) return r;
+  }
   const fn = syncOps[req.op] as (...a: readonly unknown[]) => unknown;
   return fn(...req.args);
 }
@@ -154,6 +163,11 @@ function invokeSync(req: Req): unknown {
 async function invokeAsync(req: Req): Promise<unknown> {
   const override = faultHook?.(req);
   if (override) return override.result;
+  const native = nativeBinding();
+  if (native !== undefined) {
+    const r = nativeAsync(native, req);
+    if (r !== NOT_NATIVE) return r;
+  }
   const fn = asyncOps[req.op] as (...a: readonly unknown[]) => Promise<unknown>;
   return fn(...req.args);
 }
