@@ -2,9 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { databaseError, type IntegrityVerdict, integrityCheck, SessionDbError } from './errors.js';
 import { INSERT_MESSAGE_SQL, insertMessage, type MessageRow, type NormalisedMessage, normaliseMessage } from './messages.js';
+import { appendBatch, SELECT_IDEMPOTENCY_SQL } from './append-batch.js';
 import { commitBatch, type BatchConnection, ReplayWithSavepoints } from './recovery-batch.js';
 import {
+  type AppendManyInput,
   type AppendMessageInput,
+  type AppendOutcome,
   type CreateSessionInput,
   type ExportedMessage,
   type ListSessionsOptions,
@@ -203,6 +206,31 @@ export class SessionDb {
     } catch (err) {
       throw databaseError(err, this.path, `appending a message to session ${m.sessionId} in ${this.path} failed`, this.#integrity);
     }
+  }
+
+  /**
+   * Appends many messages in **one** `BEGIN IMMEDIATE` transaction — one commit, one fsync (`synchronous =
+   * FULL`) for the whole group — and returns one outcome per input, in order. An `idempotencyKey` is unique per
+   * session (`message_idempotency`): a key recorded earlier, also earlier in the same call, returns the first
+   * message's id as `duplicate` and writes nothing. A row that cannot be stored (`EINVALID_ROW`) or names a
+   * missing session (`ESESSION_MISSING`) is `rejected` on its own; the others are written. When this returns,
+   * every `inserted` row is durable. A failure of the database itself (busy past the timeout, full, I/O error)
+   * rolls the whole group back and throws a SessionDbError with the SQLite code.
+   */
+  appendMessages(inputs: readonly AppendManyInput[]): AppendOutcome[] {
+    this.#writable();
+    if (inputs.length === 0) return [];
+    try {
+      return this.#db.transaction(() => appendBatch(this.#batch, inputs, nowSeconds())).immediate();
+    } catch (err) {
+      throw databaseError(err, this.path, `appending ${String(inputs.length)} message(s) to ${this.path} failed`, this.#integrity);
+    }
+  }
+
+  /** The id of the message first stored under `key` in session `sessionId` (see {@link appendMessages}), if any. */
+  messageIdForIdempotencyKey(sessionId: string, key: string): number | undefined {
+    const row = this.#stmt(SELECT_IDEMPOTENCY_SQL).get(sessionId, key) as { message_id: number } | undefined;
+    return row?.message_id;
   }
 
   /** The session and its active messages (ordered by timestamp, then id) in the `/save` JSON shape. */

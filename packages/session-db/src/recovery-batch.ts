@@ -7,6 +7,9 @@ import { isRowRejection } from './errors.js';
 import { INSERT_MESSAGE_SQL, insertMessage, messageOf, type NormalisedMessage, normaliseMessage } from './messages.js';
 import type { RecoveryEntry, RecoveryOutcome } from './types.js';
 
+const SELECT_KEY_SQL = 'SELECT message_id FROM message_idempotency WHERE session_id = ? AND idempotency_key = ?';
+const RECORD_KEY_SQL = 'INSERT INTO message_idempotency (session_id, idempotency_key, message_id, created_at) VALUES (?, ?, ?, ?)';
+
 /** What a batch needs of its connection: cached prepared statements and savepoint transactions. */
 export interface BatchConnection {
   stmt(sql: string): Database.Statement;
@@ -62,6 +65,11 @@ export function commitBatch(conn: BatchConnection, entries: readonly RecoveryEnt
     if (claimReceipt.run(entry.receiptId, entry.fileName, insertedAt, rows.length).changes === 0) {
       return { receiptId: entry.receiptId, status: 'duplicate' };
     }
+    // The message was stored directly under its idempotency key before: the receipt settles the file, no row.
+    const idem = entry.idempotency;
+    if (idem !== undefined && conn.stmt(SELECT_KEY_SQL).get(idem.sessionId, idem.key) !== undefined) {
+      return { receiptId: entry.receiptId, status: 'duplicate' };
+    }
     const rowIds = rows.map((m) => {
       try {
         return Number(insertMessage(insertStatement, m).lastInsertRowid);
@@ -71,6 +79,8 @@ export function commitBatch(conn: BatchConnection, entries: readonly RecoveryEnt
         throw err;
       }
     });
+    const firstId = rowIds[0];
+    if (idem !== undefined && firstId !== undefined) conn.stmt(RECORD_KEY_SQL).run(idem.sessionId, idem.key, firstId, insertedAt);
     for (const m of rows) {
       const c = counters.get(m.sessionId);
       if (c === undefined) counters.set(m.sessionId, { messages: 1, toolCalls: m.toolCallCount });

@@ -70,6 +70,17 @@ export const MESSAGE_COLUMNS: readonly ColumnSpec[] = [
   { name: 'display_order', decl: 'INTEGER', addable: true },
 ];
 
+/**
+ * Idempotency keys of appended messages (beyond the reference): a key is unique per session and names the
+ * first message stored with it, so a client's retry of a message it already delivered adds no second row.
+ */
+export const IDEMPOTENCY_COLUMNS: readonly ColumnSpec[] = [
+  { name: 'session_id', decl: 'TEXT NOT NULL', addable: false },
+  { name: 'idempotency_key', decl: 'TEXT NOT NULL', addable: false },
+  { name: 'message_id', decl: 'INTEGER NOT NULL', addable: false },
+  { name: 'created_at', decl: 'REAL NOT NULL', addable: false },
+];
+
 /** The table this package adds beyond the reference: one row per recovered spool file (exactly-once). */
 export const RECEIPT_COLUMNS: readonly ColumnSpec[] = [
   { name: 'receipt_id', decl: 'TEXT PRIMARY KEY', addable: false },
@@ -143,6 +154,13 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "idx_sessions_session_key on (session_key, started_at DESC), the reference's definition",
     up(db) {
       ensureSessionKeyIndex(db);
+    },
+  },
+  {
+    version: 4,
+    description: 'message_idempotency: one row per (session, idempotency key), naming the message first stored with it',
+    up(db) {
+      db.exec(createTableSql('message_idempotency', IDEMPOTENCY_COLUMNS, ['PRIMARY KEY (session_id, idempotency_key)']));
     },
   },
 ];

@@ -104,7 +104,25 @@ export interface RecoveryEntry {
   readonly receiptId: string;
   readonly fileName: string;
   readonly rows: readonly RecoveryRow[];
+  /**
+   * The client's idempotency key of the message this file holds (an addition for services that spool
+   * acknowledged messages): recorded in `message_idempotency` with the first row, in the same transaction.
+   * When the key is already recorded for that session, the entry inserts no row and is `duplicate`.
+   */
+  readonly idempotency?: { readonly sessionId: string; readonly key: string };
 }
+
+/** One message of {@link SessionDb.appendMessages}: an {@link AppendMessageInput} with an optional idempotency key. */
+export interface AppendManyInput extends AppendMessageInput {
+  /** Unique per session: a key already recorded returns the first message's id (`duplicate`), no new row. */
+  idempotencyKey?: string;
+}
+
+/** What happened to one message of {@link SessionDb.appendMessages}. */
+export type AppendOutcome =
+  | { readonly status: 'inserted'; readonly id: number }
+  | { readonly status: 'duplicate'; readonly id: number }
+  | { readonly status: 'rejected'; readonly code: string; readonly error: string };
 
 /** What happened to one {@link RecoveryEntry} in {@link SessionDb.commitRecovered}. */
 export type RecoveryOutcome =

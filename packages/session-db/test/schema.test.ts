@@ -81,7 +81,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
     const db = new Database(file, { readonly: true });
     try {
       expect(db.prepare('SELECT component, version FROM hermes_schema').all()).toEqual([
-        { component: 'session-db', version: 3 },
+        { component: 'session-db', version: 4 },
       ]);
       // The reference's own version table is not ours to write.
       expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'schema_version'").all()).toEqual([]);
@@ -145,7 +145,7 @@ describe('schema: the reference subset (python-consumers §1.8)', () => {
       file,
     );
     const db = openSessionDb({ home });
-    expect(db.schemaVersion).toBe(3);
+    expect(db.schemaVersion).toBe(4);
     db.appendMessage({ sessionId: 'ref-1', role: 'assistant', content: 'from node', timestamp: 1700000002 });
     db.close();
     const out = runPython(
@@ -209,7 +209,7 @@ describe('schema: forward-only migrations', () => {
     expect(columns(file, 'recovery_receipts')).toEqual([]);
 
     const db = openSessionDb({ home });
-    expect(db.schemaVersion).toBe(3);
+    expect(db.schemaVersion).toBe(4);
     expect(db.getSession('old')?.source).toBe('cli');
     expect(db.hasReceipt('nothing')).toBe(false);
     db.close();
@@ -276,7 +276,7 @@ describe('schema: forward-only migrations', () => {
     raw.close();
     expect(keyColumns(file)).toEqual([['session_key', 0]]);
     const db = openSessionDb({ home });
-    expect(db.schemaVersion).toBe(3);
+    expect(db.schemaVersion).toBe(4);
     db.close();
     expect(keyColumns(file)).toEqual([
       ['session_key', 0],

@@ -1,0 +1,10 @@
+export { startGateway, StartError, type GatewayOptions, type RunningGateway } from './service.js';
+export { GatewayCore, type Phase, type PostResult } from './core.js';
+export { GroupCommitter, isStoreFailure, type CommitterOptions, type DrainResult } from './committer.js';
+export { templateRunner, type Runner, type TemplateRunnerOptions, type TurnInput, type TurnResult } from './runner.js';
+export { TurnScheduler, type TurnState } from './turns.js';
+export { Metrics, Histogram } from './metrics.js';
+export { jsonLogger, installJsonLogger, formatLine, type LogLevel } from './log.js';
+export { sessionIdFor, SESSION_SOURCE } from './ids.js';
+export { buildHttp, DEFAULT_BODY_LIMIT, MAX_TEXT_LENGTH } from './http.js';
+export { parseOptions, USAGE, UsageError } from './options.js';
