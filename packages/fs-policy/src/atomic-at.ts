@@ -78,7 +78,8 @@ function* atomicWriteAtPlan(dir: HeldDirectory, name: string, data: Uint8Array, 
  * {@link atomicWrite} — readers see the old or the new content, the file never has a wrong mode, a failure
  * leaves the entry as it was and no temp file — and no path lookup above the directory: the write acts in the
  * very directory that was held (and checked) when {@link holdDirectorySync} returned, wherever it has been
- * renamed since. A link at `name` is followed only while it stays inside that directory.
+ * renamed since. A link at `name` is followed only while it stays inside that directory. Keep the directory held
+ * until the write has settled: closing it meanwhile frees its descriptor number for reuse.
  */
 export async function atomicWriteAt(dir: HeldDirectory, name: string, data: string | Uint8Array, options: AtomicWriteAtOptions): Promise<WriteResult> {
   const env = options.env ?? loadEnvironment();
