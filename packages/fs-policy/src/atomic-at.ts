@@ -14,16 +14,16 @@ import { commitPlan } from './atomic-publish.js';
 import { type AtomicWriteOptions, bytesOf, type WriteResult } from './atomic.js';
 import { resolveTargetPlan } from './atomic-target.js';
 import { fileModeFor, getKind, selectFileMode } from './registry.js';
-import { type HeldDirectory, heldDirRef } from './scan.js';
+import { type HeldDirectory, leaseHeldDir } from './scan.js';
+import type { DirRef } from './internal/resolve.js';
 
 /** The options of {@link atomicWriteAt}: those of {@link atomicWrite} that apply to an entry of a held directory. */
 export type AtomicWriteAtOptions = Pick<AtomicWriteOptions, 'kind' | 'env' | 'mode' | 'durable' | 'overwrite'>;
 
-function* atomicWriteAtPlan(dir: HeldDirectory, name: string, data: Uint8Array, options: AtomicWriteAtOptions, env: HermesEnvironment): Plan<WriteResult> {
+function* atomicWriteAtPlan(dir: HeldDirectory, ref: DirRef, name: string, data: Uint8Array, options: AtomicWriteAtOptions, env: HermesEnvironment): Plan<WriteResult> {
   const kind = getKind(options.kind);
   const requestedPath = dir.display(name);
   checkName(name, requestedPath);
-  const ref = heldDirRef(dir);
   const durable = options.durable ?? 'file+dir';
   const warnings: string[] = [];
   const held = new Held();
@@ -78,16 +78,28 @@ function* atomicWriteAtPlan(dir: HeldDirectory, name: string, data: Uint8Array, 
  * {@link atomicWrite} — readers see the old or the new content, the file never has a wrong mode, a failure
  * leaves the entry as it was and no temp file — and no path lookup above the directory: the write acts in the
  * very directory that was held (and checked) when {@link holdDirectorySync} returned, wherever it has been
- * renamed since. A link at `name` is followed only while it stays inside that directory. Keep the directory held
- * until the write has settled: closing it meanwhile frees its descriptor number for reuse.
+ * renamed since. A link at `name` is followed only while it stays inside that directory. A directory closed while
+ * the write is under way keeps its descriptor until the write has settled.
  */
 export async function atomicWriteAt(dir: HeldDirectory, name: string, data: string | Uint8Array, options: AtomicWriteAtOptions): Promise<WriteResult> {
   const env = options.env ?? loadEnvironment();
-  return runAsync(atomicWriteAtPlan(dir, name, bytesOf(data, dir.display(name)), options, env));
+  const bytes = bytesOf(data, dir.display(name));
+  const lease = leaseHeldDir(dir);
+  try {
+    return await runAsync(atomicWriteAtPlan(dir, lease.ref, name, bytes, options, env));
+  } finally {
+    lease.done();
+  }
 }
 
 /** Synchronous form of {@link atomicWriteAt}, for shutdown paths. */
 export function atomicWriteAtSync(dir: HeldDirectory, name: string, data: string | Uint8Array, options: AtomicWriteAtOptions): WriteResult {
   const env = options.env ?? loadEnvironment();
-  return runSync(atomicWriteAtPlan(dir, name, bytesOf(data, dir.display(name)), options, env));
+  const bytes = bytesOf(data, dir.display(name));
+  const lease = leaseHeldDir(dir);
+  try {
+    return runSync(atomicWriteAtPlan(dir, lease.ref, name, bytes, options, env));
+  } finally {
+    lease.done();
+  }
 }

@@ -242,24 +242,55 @@ export function holdDirectorySync(dir: string, options: { env?: HermesEnvironmen
       if (closed) return;
       closed = true;
       heldRefs.delete(heldDir);
+      // A write still using the descriptor keeps it open until it settles: closing it now would free its number
+      // for the next open, and the write would go on in whatever directory got it.
+      if (lease.users === 0) runSync(held.release());
+      else lease.closing = true;
+    },
+  };
+  const lease: Lease = {
+    ref,
+    users: 0,
+    closing: false,
+    release: () => {
       runSync(held.release());
     },
   };
-  heldRefs.set(heldDir, ref);
+  heldRefs.set(heldDir, lease);
   return heldDir;
 }
 
+interface Lease {
+  readonly ref: DirRef;
+  /** Operations using the descriptor now. */
+  users: number;
+  /** close() was called while some were: the last one closes it. */
+  closing: boolean;
+  readonly release: () => void;
+}
+
 /** The descriptor behind each open {@link HeldDirectory} (for primitives that act relative to it). */
-const heldRefs = new WeakMap<HeldDirectory, DirRef>();
+const heldRefs = new WeakMap<HeldDirectory, Lease>();
 
 /**
- * @internal The directory reference of a held directory, for primitives that act on its entries; throws EBADF
- * (typed) once it is closed, or for an object {@link holdDirectorySync} did not return.
+ * @internal The directory reference of a held directory, for one operation on its entries: the descriptor stays
+ * open until `done()`, even if the directory is closed meanwhile. Throws EBADF (typed) once it is closed, or for
+ * an object {@link holdDirectorySync} did not return.
  */
-export function heldDirRef(dir: HeldDirectory): DirRef {
-  const ref = heldRefs.get(dir);
-  if (ref === undefined) {
+export function leaseHeldDir(dir: HeldDirectory): { readonly ref: DirRef; done(): void } {
+  const lease = heldRefs.get(dir);
+  if (lease === undefined) {
     throw new FsPolicyError({ code: 'EBADF', step: 'resolve', path: dir.path, message: `${dir.path} is not held (closed, or not from holdDirectorySync)` });
   }
-  return ref;
+  lease.users++;
+  let done = false;
+  return {
+    ref: lease.ref,
+    done() {
+      if (done) return;
+      done = true;
+      lease.users--;
+      if (lease.users === 0 && lease.closing) lease.release();
+    },
+  };
 }

@@ -48,6 +48,21 @@ describe('atomicWriteAt: an entry of a held directory', () => {
     }
   });
 
+  it('a directory closed while writes are under way keeps its descriptor until they settle: all land, then it is closed', async () => {
+    const { env, dir } = spool();
+    const held = holdDirectorySync(dir, { env });
+    const fd = Number(path.basename(held.self));
+    const writes = Array.from({ length: 8 }, (_, i) => atomicWriteAt(held, `w${String(i)}.json`, `{"i":${String(i)}}`, { kind: 'pending-messages', env }));
+    held.close();
+    const results = await Promise.all(writes);
+    expect(results.map((r) => r.path)).toEqual(Array.from({ length: 8 }, (_, i) => path.join(dir, `w${String(i)}.json`)));
+    expect(ls(dir)).toEqual(['w0.json', 'w1.json', 'w2.json', 'w3.json', 'w4.json', 'w5.json', 'w6.json', 'w7.json']);
+    // Closed once the last write settled: the number no longer names this directory (nor anything, until reused).
+    const now = fs.existsSync(`/proc/self/fd/${String(fd)}`) ? fs.readlinkSync(`/proc/self/fd/${String(fd)}`) : 'closed';
+    expect(now === fs.realpathSync(dir)).toBe(false);
+    expect(caught(() => atomicWriteAtSync(held, 'late.json', 'x', { kind: 'pending-messages', env })).code).toBe('EBADF');
+  });
+
   it('refuses a link at the name that leads out of the held directory, and the outside file keeps its content', () => {
     const { env, dir } = spool();
     const outside = path.join(tempRoot(), 'victim.json');
