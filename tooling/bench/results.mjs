@@ -63,12 +63,14 @@ export function checkValue(r) {
 }
 
 export function targetText(r) {
+  if (r.throughput !== undefined) return `≥ ${r.throughput.target}× the baseline's acks/s`;
   if (r.kind === 'absolute') return r.target === undefined ? '—' : `${r.target.op === '<' ? '<' : '≤'} ${r.target.value} ${r.unit}`;
   return r.target.op === '<=' ? `≤ ${r.target.ratio}×` : `≥ ${r.target.ratio}× faster`;
 }
 
 export function ratioText(r) {
   if (r.kind === 'absolute') return '—';
+  if (r.throughput !== undefined) return `${r.throughput.ratio.toFixed(2)}× the acks/s`;
   return r.target.op === '>=faster' ? `${(1 / r.ratio).toFixed(2)}× faster` : `${r.ratio.toFixed(3)}×`;
 }
 
@@ -78,6 +80,8 @@ function fmt(ms, unit) {
 }
 
 function sideText(s) {
+  // A throughput side (acks per second; its samples are times per ack, what the ratio and bench:check use).
+  if (s.acksPerS !== undefined) return `${s.name}: ${Math.round(s.acksPerS)} acks/s ±${(s.spread * 100).toFixed(0)}%, p50 ${fmt(s.p50Ms)}, p99 ${fmt(s.p99Ms)}`;
   return `${s.name}: ${fmt(s.medianMs, s.unit)} ±${fmt(s.iqrMs, s.unit)} (${(s.spread * 100).toFixed(0)}%)`;
 }
 

@@ -3,7 +3,7 @@
 // measured in the same run. A full run writes tooling/bench/results/latest.json and regenerates BENCHMARKS.md's
 // result tables from it. Not part of pnpm test.
 //   --quick          3 samples per side (1 stop run per size; smaller peer jobs)
-//   --only=A,B       cases or groups (primitives, gateway, doctor, matrix, cli, moa, peer, stop); a partial run
+//   --only=A,B       cases or groups (primitives, gateway, doctor, matrix, cli, moa, peer, stop, service); a partial run
 //                    writes nothing unless --out is given
 //   --out=FILE       write this run's JSON to FILE instead (BENCHMARKS.md untouched): what bench:check compares
 //   --no-write       write nothing (trial runs)
@@ -20,6 +20,7 @@ import { matrixCases } from './cases-matrix.mjs';
 import { moaCases } from './cases-moa.mjs';
 import { peerCases } from './cases-peer.mjs';
 import { primitiveCases } from './cases-primitives.mjs';
+import { serviceCases } from './cases-service.mjs';
 import { caseRows, machineInfo, regenerateBenchmarks, renderMarkdown, RESULTS_FILE, verdict, writeResults } from './results.mjs';
 import { stopCases, stopTable } from './stop-deadline.mjs';
 
@@ -49,6 +50,7 @@ const GROUP_OF = {
   B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2-floor': 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives',
   B3: 'gateway', B4: 'gateway', 'B4-mem': 'gateway', 'B4-mem-full': 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli',
   M1: 'moa', 'M1-async': 'moa', P1: 'peer', P2: 'peer', P3: 'peer', P4: 'peer',
+  G1: 'service', G10: 'service', G100: 'service', 'G-rec-1k': 'service', 'G-rec-20k': 'service', 'G-rec-100k': 'service',
 };
 const groupOf = (id) => GROUP_OF[id] ?? (id.startsWith('S-') ? 'stop' : undefined);
 const wanted = (group, id) => !only || only.includes(group) || (id === undefined ? only.some((o) => groupOf(o) === group) : only.includes(id));
@@ -67,6 +69,7 @@ try {
     ['moa', () => moaCases(path.join(work, 'moa'), { samples })],
     ['peer', () => peerCases(path.join(work, 'py'), { quick, ids: only?.includes('peer') ? undefined : only?.filter((o) => groupOf(o) === 'peer') })],
     ['stop', () => stopCases(path.join(work, 's'), { runs: quick ? 1 : 3 })],
+    ['service', () => serviceCases(path.join(work, 'svc'), { samples, quick, want: (id) => wanted('service', id) })],
   ];
   for (const [name, run] of groups) {
     if (!wanted(name)) continue;
