@@ -14,7 +14,7 @@ export const USAGE = `usage: hermes-gateway [options]
   --port N              port, 0 = any free one (default 8642; $HERMES_GATEWAY_PORT)
   --print-url           print the URL on stdout once ready
   --ready-file FILE     write {"url","pid"} to FILE once ready
-  --commit-window-ms N  extra group-commit window (default 0)
+  --commit-window-ms N  extra group-commit window (default 0; $HERMES_GATEWAY_COMMIT_WINDOW_MS)
   --turn-latency-ms N   the offline runner's latency per turn (default 0)
   --reply-template T    the offline runner's reply, {text} and {session} replaced (default "echo: {text}")
   --moa-advisors N      fan each turn out to N offline advisors and trace it (@hermes/moa-trace)
@@ -79,7 +79,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): {
     port: integer('--port', parsed.port ?? env.HERMES_GATEWAY_PORT, 0, 65535) ?? 8642,
     printUrl: parsed['print-url'] === true,
     ...(parsed['ready-file'] === undefined ? {} : { readyFile: path.resolve(parsed['ready-file']) }),
-    commitWindowMs: integer('--commit-window-ms', parsed['commit-window-ms'], 0, 10_000) ?? 0,
+    commitWindowMs: integer('--commit-window-ms', parsed['commit-window-ms'] ?? env.HERMES_GATEWAY_COMMIT_WINDOW_MS, 0, 10_000) ?? 0,
     turnLatencyMs: integer('--turn-latency-ms', parsed['turn-latency-ms'], 0, 600_000) ?? 0,
     ...(parsed['reply-template'] === undefined ? {} : { replyTemplate: parsed['reply-template'] }),
     moaAdvisors: integer('--moa-advisors', parsed['moa-advisors'], 0, 16) ?? 0,

@@ -143,5 +143,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   logger.info('ready', { url, home, recovered: s.inserted, recoveryMs: s.elapsedMs, scanned: s.scanned, pid: process.pid });
   if (options.readyFile !== undefined) writeReadyFile(options.readyFile, url);
   if (options.printUrl === true) process.stdout.write(`${url}\n`);
+  // Under a process manager that waits for it (PM2's wait_ready), "ready" goes over the IPC channel only now,
+  // after the recovery: a restart is not complete before the spool is back in state.db.
+  if (typeof process.send === 'function' && process.connected) {
+    process.send('ready', undefined, undefined, (err: Error | null) => {
+      if (err !== null) logger.warn(`could not tell the parent process "ready" over IPC: ${err.message}`, { code: (err as { code?: unknown }).code });
+    });
+  }
   return { url, core, stop: () => void hook.trigger('SIGTERM') };
 }
