@@ -43,6 +43,7 @@ export const PLACEHOLDERS = [
   [/("pid":\s*)\d+/g, '$1<PID>', 'a writer\'s process id'],
   [/("process_id":\s*)"[0-9a-f]+"/g, '$1"<PROCESS-ID>"', 'a writer\'s process token'],
   [/(\.\d+)-\d+(\.[0-9a-f]{12}\.tmp)\b/g, '$1-<PIDNS>$2', 'the pid namespace in a temp file\'s name'],
+  [/^anchor mode (?:native|procfd|refuse): .*$/gm, 'anchor mode <MODE>: <WHY>', "the doctor's anchor mode and why (native where the addon is built, else procfd)"],
   [/\b\d+(?:\.\d+)? (ms|s)\b/g, '<N> $1', 'a duration'],
   [/\b\d+(?:\.\d+)? (B|KiB)\b/g, '<N> $1', 'a size below 1 MiB (a payload holds its writer\'s pid and time)'],
   [/ *\b\d+(s|m|h|d)\b(?!-)/g, ' <N>$1', 'an age (and the padding before it in a table)'],

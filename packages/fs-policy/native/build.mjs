@@ -1,36 +1,55 @@
 #!/usr/bin/env node
-// Builds the Node-API addon of @hermes/fs-policy with the system C++ compiler, into the platform package
-// (packages/fs-policy-linux-x64-gnu/fs-policy.node). No node-gyp and no header download: the Node-API headers
+// Builds the Node-API addon of @hermes/fs-policy with a C++ compiler, into a platform package
+// (packages/fs-policy-<target>/fs-policy.node). No node-gyp and no header download: the Node-API headers
 // come from the `node-api-headers` and `node-addon-api` packages; the napi_* symbols stay undefined and are
 // resolved by Node when it loads the addon, so one binary serves every Node >= 20 (NAPI_VERSION 8).
 //
-// Usage: node native/build.mjs [--force]
-//   Skips the compile when the binary is newer than every source. On a platform other than linux-x64-gnu, or
+// Usage: node native/build.mjs [--force] [--target=linux-x64-gnu|linux-arm64-gnu]
+//   Without --target, builds for this machine when it is one of the targets, with the system `g++` ($CXX).
+//   A target other than this machine is a cross build with `<triple>-g++` (Debian: g++-aarch64-linux-gnu),
+//   same flags. Skips the compile when the binary is newer than every source. On a platform with no target, or
 //   without a compiler, it says so and exits 0 (the package then resolves names through /proc/self/fd), except
-//   under CI=true, where a missing compiler on linux-x64 is an error (exit 1).
+//   under CI=true, where a missing compiler for this machine's own target is an error (exit 1). A cross build
+//   that was asked for and cannot run is always an error (exit 1).
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The targets: Node's arch, the GNU triple of the cross compiler, and the ELF machine `readelf -h` names. */
+const TARGETS = {
+  'linux-x64-gnu': { arch: 'x64', triple: 'x86_64-linux-gnu', debian: 'g++-x86-64-linux-gnu' },
+  'linux-arm64-gnu': { arch: 'arm64', triple: 'aarch64-linux-gnu', debian: 'g++-aarch64-linux-gnu' },
+};
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkgDir = path.resolve(here, '..');
-const outDir = path.resolve(pkgDir, '..', 'fs-policy-linux-x64-gnu');
-const out = path.join(outDir, 'fs-policy.node');
 const srcDir = path.join(here, 'src');
 const force = process.argv.includes('--force');
-const CXX = process.env.CXX ?? 'g++';
 
 function glibc() {
   const report = process.report?.getReport?.();
   return typeof report?.header?.glibcVersionRuntime === 'string';
 }
 
-if (process.platform !== 'linux' || process.arch !== 'x64' || !glibc()) {
+const hostTarget = process.platform === 'linux' && glibc() ? Object.keys(TARGETS).find((t) => TARGETS[t].arch === process.arch) : undefined;
+const targetArg = process.argv.find((a) => a.startsWith('--target='))?.slice('--target='.length);
+const unknown = process.argv.slice(2).filter((a) => a !== '--force' && !a.startsWith('--target='));
+if (unknown.length > 0 || (targetArg !== undefined && !(targetArg in TARGETS))) {
+  console.error(`fs-policy native: usage: node native/build.mjs [--force] [--target=${Object.keys(TARGETS).join('|')}] (got ${JSON.stringify(process.argv.slice(2))})`);
+  process.exit(2);
+}
+
+if (targetArg === undefined && hostTarget === undefined) {
   console.log(`fs-policy native: not built (${process.platform}-${process.arch}${process.platform === 'linux' && !glibc() ? '-musl' : ''} has no build here); the package resolves names through /proc/self/fd`);
   process.exit(0);
 }
+const target = targetArg ?? hostTarget;
+const cross = target !== hostTarget;
+const CXX = cross ? (process.env.CXX_CROSS ?? `${TARGETS[target].triple}-g++`) : (process.env.CXX ?? 'g++');
+const outDir = path.resolve(pkgDir, '..', `fs-policy-${target}`);
+const out = path.join(outDir, 'fs-policy.node');
 
 const sources = fs.readdirSync(srcDir).map((f) => path.join(srcDir, f));
 const self = fileURLToPath(import.meta.url);
@@ -49,6 +68,10 @@ const addonApi = path.dirname(require.resolve('node-addon-api/package.json'));
 const probe = spawnSync(CXX, ['--version'], { encoding: 'utf8' });
 if (probe.error !== undefined || probe.status !== 0) {
   const why = `the C++ compiler ${JSON.stringify(CXX)} could not run (${probe.error?.message ?? `exit ${String(probe.status)}`})`;
+  if (cross) {
+    console.error(`fs-policy native: cross build for ${target} failed: ${why}. Fix: install the cross compiler (Debian: apt-get install ${TARGETS[target].debian}) or set CXX_CROSS`);
+    process.exit(1);
+  }
   if (process.env.CI === 'true') {
     console.error(`fs-policy native: build failed: ${why}. Fix: install g++ (Debian: apt-get install g++)`);
     process.exit(1);
@@ -93,4 +116,4 @@ if (r.status !== 0) {
   process.exit(1);
 }
 fs.renameSync(`${out}.tmp`, out);
-console.log(`fs-policy native: built ${path.relative(process.cwd(), out) || out} in ${String(Date.now() - started)} ms`);
+console.log(`fs-policy native: built ${path.relative(process.cwd(), out) || out} (${target}${cross ? `, cross, ${CXX}` : ''}) in ${String(Date.now() - started)} ms`);

@@ -92,6 +92,7 @@ export { inspectManagedMarker, type ManagedMarker, type MarkerState } from './ma
 export { fsyncHeldDirectory, fsyncHeldDirectorySync, type DirIdentity } from './held-fsync.js';
 export { readRegularFile, readRegularFileSync, type ReadRegularOptions, type RegularFile } from './read.js';
 export { anchorMode, type AnchorMode } from './internal/anchor.js';
+export { anchorInfo, type AnchorInfo } from './native.js';
 export {
   bootTimeMs,
   CLOCK_TICKS_PER_SECOND,

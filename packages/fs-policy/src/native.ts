@@ -1,8 +1,9 @@
 /**
- * The native descriptor layer: a Node-API addon (shipped prebuilt in the per-platform optional package
- * `@hermes/fs-policy-linux-x64-gnu`) with the `*at` syscalls Node lacks. When it loads, names below a held
- * directory are reached with `openat`/`mkdirat`/`renameat2`/… on the descriptor itself instead of through
- * `/proc/self/fd/<fd>/<name>`; what each step checks is the same in both modes.
+ * The native descriptor layer: a Node-API addon (shipped prebuilt in the per-platform optional packages
+ * `@hermes/fs-policy-linux-x64-gnu` and `@hermes/fs-policy-linux-arm64-gnu`) with the `*at` syscalls Node
+ * lacks. When it loads, names below a held directory are reached with `openat`/`mkdirat`/`renameat2`/… on the
+ * descriptor itself instead of through `/proc/self/fd/<fd>/<name>`; what each step checks is the same in both
+ * modes.
  *
  * The mode is decided once per process: `HERMES_FS_ANCHOR=procfd|native` forces one (tests); otherwise the
  * addon is used when it loads. A missing or unloadable addon is one log line, then `procfd`.
@@ -76,11 +77,18 @@ export interface NativeBinding {
   readonly abi: number;
 }
 
-/** The platform package that carries the addon for this machine, or undefined where none is built. */
+/** The platform packages, by `process.arch` (Linux with glibc only). */
+const PLATFORM_PACKAGES: Readonly<Partial<Record<string, string>>> = {
+  x64: '@hermes/fs-policy-linux-x64-gnu',
+  arm64: '@hermes/fs-policy-linux-arm64-gnu',
+};
+
+/** The platform package that carries the addon for this machine (Linux, glibc, x64 or arm64), or undefined where none is built. */
 export function platformPackage(): string | undefined {
-  if (process.platform !== 'linux' || process.arch !== 'x64') return undefined;
+  const pkg = PLATFORM_PACKAGES[process.arch];
+  if (process.platform !== 'linux' || pkg === undefined) return undefined;
   const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: unknown } } | undefined)?.header;
-  return typeof header?.glibcVersionRuntime === 'string' ? '@hermes/fs-policy-linux-x64-gnu' : undefined;
+  return typeof header?.glibcVersionRuntime === 'string' ? pkg : undefined;
 }
 
 interface Loaded {
@@ -150,10 +158,12 @@ export interface AnchorInfo {
 }
 
 /**
- * Which anchor mode is in force and why. The mode changes how each step of a walk is made, never what it
- * checks: owner, mode, type and link policy are the same in all three.
+ * Which anchor mode is in force and why (decided once per process, at the first call of this or of any
+ * operation). The mode changes how each step of a walk is made, never what it checks: owner, mode, type and
+ * link policy are the same in all three. `refuse` wins over the addon: without a usable `/proc` the package
+ * refuses privileged and shared-home work whatever else is available.
  */
-export function anchorMode(): AnchorInfo {
+export function anchorInfo(): AnchorInfo {
   loaded ??= load();
   if (descriptorMode() === 'fallback') {
     return { mode: 'refuse', reason: fallbackReason() ?? 'descriptors are unavailable', openat2: loaded.openat2 };

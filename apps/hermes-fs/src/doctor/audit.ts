@@ -17,7 +17,7 @@
  */
 import * as path from 'node:path';
 import { ConfigError, defaultConfig, loadConfig, type PendingSpoolConfig } from '@hermes/config';
-import { checkHomeChainSync, formatMode, FsPolicyError, type HermesEnvironment, loadEnvironment, parseTempName, scanTreeSync, sweepTempFiles, type TooDeep } from '@hermes/fs-policy';
+import { anchorInfo, checkHomeChainSync, formatMode, FsPolicyError, type HermesEnvironment, loadEnvironment, parseTempName, scanTreeSync, sweepTempFiles, type TooDeep } from '@hermes/fs-policy';
 import { CliError, EXIT, type ExitCode } from '../lib/output.js';
 import { shellQuote } from '../lib/shell.js';
 import { directoryPlan } from '../provision/plan.js';
@@ -305,6 +305,7 @@ async function audit(options: DoctorOptions): Promise<Omit<DoctorReport, 'fix' |
     managed: { managed: env.managed.managed, system: env.managed.system, source: managedSource, marker: marker.state, looksManaged: evidence.evidence },
     homeMode: { mode: formatMode(env.homeMode.mode), source: env.homeMode.source },
     uid,
+    anchor: anchorInfo(),
     scanned: { ...counts, ms: Math.round(performance.now() - started) },
     spool,
     findings: ctx.findings,

@@ -44,6 +44,8 @@ export function renderDoctor(report: DoctorReport, c: Colors): string {
     : `HERMES_HOME_MODE ${report.homeMode.source === 'env' ? report.homeMode.mode : `unset (${report.homeMode.mode})`}`;
   out.push(`${c.bold('hermes-fs doctor')} ${termSafe(report.home)}${report.realHome === report.home ? '' : ` -> ${termSafe(report.realHome)}`}`);
   out.push(`${managed} · ${homeMode} · audited as uid ${report.uid}`);
+  const anchor = `anchor mode ${report.anchor.mode}: ${termSafe(report.anchor.reason)}`;
+  out.push(report.anchor.mode === 'refuse' ? c.yellow(anchor) : anchor);
   const s = report.scanned;
   out.push(`scanned ${plural(s.directories, 'directory', 'directories')}, ${plural(s.files, 'file')}, ${plural(s.symlinks, 'symlink')} in ${s.ms} ms`);
   if (report.spool !== null) {

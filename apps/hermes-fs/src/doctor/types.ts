@@ -1,3 +1,4 @@
+import type { AnchorInfo } from '@hermes/fs-policy';
 import type { ManagedSource } from './context.js';
 
 export type Severity = 'error' | 'warning' | 'info';
@@ -78,6 +79,12 @@ export interface DoctorReport {
   };
   readonly homeMode: { readonly mode: string; readonly source: string };
   readonly uid: number;
+  /**
+   * How @hermes/fs-policy reaches names inside held directories in this process (`anchorInfo()`): `native`
+   * (the addon's `*at` calls), `procfd` (through `/proc/self/fd`), or `refuse` (no usable `/proc`: privileged
+   * and shared-home work is refused), with the reason and whether the kernel offers `openat2`.
+   */
+  readonly anchor: AnchorInfo;
   readonly scanned: { readonly directories: number; readonly files: number; readonly symlinks: number; readonly ms: number };
   readonly spool: SpoolSummary | null;
   readonly findings: readonly Finding[];

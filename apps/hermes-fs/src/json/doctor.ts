@@ -99,6 +99,17 @@ export const doctorResult = z.object({
   }),
   homeMode: z.object({ mode: z.string(), source: z.string() }),
   uid: z.number().int(),
+  anchor: z
+    .object({
+      mode: z
+        .enum(['native', 'procfd', 'refuse'])
+        .describe(
+          'How @hermes/fs-policy reaches a name inside a held directory: native (the addon\'s *at syscalls on the descriptor), procfd (through /proc/self/fd/<fd>/<name>; the addon is missing, unloadable or HERMES_FS_ANCHOR=procfd), refuse (no usable /proc: path operations, privileged and shared-home work refused).',
+        ),
+      reason: z.string().describe('Why this mode, in words (the decisive errno or setting).'),
+      openat2: z.boolean().describe('Whether the kernel offers openat2 (probed only when the addon loads).'),
+    })
+    .describe('The anchor mode of @hermes/fs-policy in the doctor\'s process (anchorInfo()).'),
   scanned: z.object({
     directories: z.number().int().min(0),
     files: z.number().int().min(0),
