@@ -327,8 +327,9 @@ describe('hermes-fs pending list: a large spool', () => {
 
   it('--json streams: the whole document under a 10 MiB heap, with a reader slower than the writer', () => {
     // The CLI's modules take about 7 MiB of old space before the listing starts; the 20,000-entry document is
-    // about 6 MiB as one string and twice that as objects, so holding either would pass the limit. (At 8 MiB the
-    // headroom was 1 MiB, and a busy machine's later garbage collection ran past it.)
+    // about 12 MB as one string (a bare process cannot even JSON.parse it under this limit), so holding the
+    // document or the listing would pass it. (At 8 MiB the headroom was 1 MiB, and a busy machine's later garbage
+    // collection ran past it.)
     const r = spawnSync('/bin/sh', ['-c', `"$0" --max-old-space-size=10 "$1" pending list --json --home "$2" | (sleep 1; cat)`, process.execPath, BIN, home], {
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
