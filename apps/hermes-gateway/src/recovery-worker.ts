@@ -43,11 +43,12 @@ let db: SessionDb | undefined;
 function recover(): RecoverySummary {
   const started = performance.now();
   db ??= openSessionDb({ home: init.home });
-  const report = recoverPending({ home: init.home, store: gatewayStore(db, scanSpooled(init.home)) });
+  // Counts, not an entry per recovered file: a large spool at start must not cost memory per message.
+  const report = recoverPending({ home: init.home, store: gatewayStore(db, scanSpooled(init.home)), listCommitted: false });
   return {
     scanned: report.scanned,
-    inserted: report.inserted.reduce((n, e) => n + e.rowIds.length, 0),
-    alreadyCommitted: report.alreadyCommitted.length,
+    inserted: report.counts.rows,
+    alreadyCommitted: report.counts.alreadyCommitted,
     kept: report.kept.length,
     storeErrors: report.kept.filter((k) => k.reason === 'store-error' || k.reason === 'checkpoint-pending').length,
     errors: report.errors.length,
