@@ -8,14 +8,13 @@ import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { type Plan, runAsync, runSync } from './internal/io.js';
 import { homeOwnerPlan } from './internal/owners.js';
 import type { Reached } from './internal/reach.js';
-import { asRoot, checkName, Held } from './internal/resolve.js';
+import { asRoot, checkName, type DirRef, Held } from './internal/resolve.js';
 import { verifyForReplace } from './internal/verify.js';
 import { commitPlan } from './atomic-publish.js';
 import { type AtomicWriteOptions, bytesOf, type WriteResult } from './atomic.js';
 import { resolveTargetPlan } from './atomic-target.js';
 import { fileModeFor, getKind, selectFileMode } from './registry.js';
 import { type HeldDirectory, leaseHeldDir } from './scan.js';
-import type { DirRef } from './internal/resolve.js';
 
 /** The options of {@link atomicWriteAt}: those of {@link atomicWrite} that apply to an entry of a held directory. */
 export type AtomicWriteAtOptions = Pick<AtomicWriteOptions, 'kind' | 'env' | 'mode' | 'durable' | 'overwrite'>;
