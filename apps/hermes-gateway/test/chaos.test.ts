@@ -21,7 +21,7 @@ const TMPFS_SIZE = '96m';
  * The planted run gathers each commit for this long, so a message is acknowledged at least this long before its
  * commit and the kills land inside the window the bug opens (the real gateway answers only after the commit).
  */
-const COMMIT_WINDOW_MS = 100;
+const COMMIT_WINDOW_MS = 1000;
 const ACTIONS = ['pm2-restart', 'pm2-restart-forced', 'kill-9', 'double-sigterm', 'disk-full', 'disk-full-kill-9'] as const;
 type Action = (typeof ACTIONS)[number];
 
@@ -143,7 +143,11 @@ async function chaosRun(label: string, messages: number, seed: number, budgetMs:
     const chaos = (async () => {
       let round = 0;
       while (!progress.clientsDone || round === 0) {
-        for (const a of shuffle(ACTIONS, rnd)) {
+        // The planted run starts with a kill while the clients are sending: fast clients may be done before a
+        // later kill, and a graceful stop flushes what the bug acknowledged early.
+        const shuffled = shuffle(ACTIONS, rnd);
+        const actions = plant && round === 0 ? ['kill-9' as const, ...shuffled.filter((x) => x !== 'kill-9')] : shuffled;
+        for (const a of actions) {
           if (progress.clientsDone && round > 0) break;
           await sleep(150 + rnd() * 450);
           await act(a);
