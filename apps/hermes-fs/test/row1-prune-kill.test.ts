@@ -120,6 +120,9 @@ describe('row 1: prune never deletes a deliverable message', () => {
     while ((runs < MIN_RUNS || onDiskTotal < MIN_ON_DISK) && runs < MAX_RUNS) {
       runs++;
       const home = freshHome();
+      // The home exists before the flush starts: a kill that lands before the flush created it (a fast machine,
+      // a short delay) would leave nothing for prune to act on but an error about the missing home.
+      fs.mkdirSync(home, { mode: 0o700 });
       // Varied delays over the flush's span, weighted to its middle, where temps are being written.
       const delay = Math.floor(span * (0.15 + 0.7 * ((runs * 0.618) % 1)));
       const run = await killedFlush(home, runs, delay);
