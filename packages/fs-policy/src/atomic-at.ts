@@ -2,25 +2,20 @@
  * Atomic writes into a directory already held ({@link holdDirectorySync}): the `dir_fd=` form of
  * {@link atomicWrite}, for batch writers (a spool flush) that write many entries of one directory.
  */
-import * as path from 'node:path';
-import { currentUid, FsPolicyError } from './errors.js';
+import { currentUid } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { type Plan, runAsync, runSync } from './internal/io.js';
-import { homeOwnerPlan } from './internal/owners.js';
 import type { Reached } from './internal/reach.js';
 import { asRoot, checkName, type DirRef, Held } from './internal/resolve.js';
-import { verifyForReplace } from './internal/verify.js';
-import { commitPlan } from './atomic-publish.js';
-import { type AtomicWriteOptions, bytesOf, type WriteResult } from './atomic.js';
-import { resolveTargetPlan } from './atomic-target.js';
-import { fileModeFor, getKind, selectFileMode } from './registry.js';
+import { type AtomicWriteOptions, bytesOf, type WriteResult, writeEntryPlan } from './atomic.js';
+import { getKind } from './registry.js';
 import { type HeldDirectory, leaseHeldDir } from './scan.js';
 
 /** The options of {@link atomicWriteAt}: those of {@link atomicWrite} that apply to an entry of a held directory. */
 export type AtomicWriteAtOptions = Pick<AtomicWriteOptions, 'kind' | 'env' | 'mode' | 'durable' | 'overwrite'>;
 
 function* atomicWriteAtPlan(dir: HeldDirectory, ref: DirRef, name: string, data: Uint8Array, options: AtomicWriteAtOptions, env: HermesEnvironment): Plan<WriteResult> {
-  const kind = getKind(options.kind);
+  getKind(options.kind); // an unknown kind is refused before any I/O
   const requestedPath = dir.display(name);
   checkName(name, requestedPath);
   const durable = options.durable ?? 'file+dir';
@@ -31,42 +26,8 @@ function* atomicWriteAtPlan(dir: HeldDirectory, ref: DirRef, name: string, data:
   const root = asRoot(ref);
   const reached: Reached = { root, contained: true, stack: [root], dir: root, created: [], warnings: [], uid: currentUid() };
   try {
-    const { dir: at, name: leaf, existing } = yield* resolveTargetPlan(reached, name, held);
-    const real = path.join(at.path, leaf);
-    if (existing !== undefined && options.overwrite === false) {
-      throw new FsPolicyError({ code: 'EEXIST', step: 'resolve', path: real, message: `${real} already exists` });
-    }
-    const homeOwner = existing === undefined ? undefined : yield* homeOwnerPlan(reached, env, held);
-    const inherit = existing === undefined ? false : verifyForReplace(real, existing, kind, env, homeOwner, warnings, reached.uid).inheritMode;
-    const finalMode = selectFileMode({
-      explicit: options.mode,
-      existing: inherit ? existing?.mode : undefined,
-      kindMode: fileModeFor(kind, env),
-      retighten: kind.file.retighten,
-    });
-    const result = yield* commitPlan(
-      {
-        dir: at,
-        name: leaf,
-        real,
-        data,
-        finalMode,
-        existing,
-        ownership: kind.ownership,
-        env,
-        uid: reached.uid,
-        durable,
-        overwrite: options.overwrite !== false,
-        // Where the held directory itself is now is its holder's concern (it holds it for that).
-        // eslint-disable-next-line require-yield
-        guard: function* () {
-          return undefined;
-        },
-        movedOutError: () => new FsPolicyError({ code: 'ERACE', step: 'resolve', path: real, message: `${real} moved` }),
-      },
-      warnings,
-    );
-    return { path: real, requestedPath, bytes: data.length, mode: finalMode, createdFile: existing === undefined, createdDirs: [], durable, warnings: result };
+    const w = yield* writeEntryPlan(reached, name, data, options, durable, env, held, warnings, false);
+    return { path: w.real, requestedPath, bytes: data.length, mode: w.finalMode, createdFile: w.created, createdDirs: [], durable, warnings: w.warnings };
   } finally {
     yield* held.release();
   }

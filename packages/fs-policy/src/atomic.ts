@@ -7,7 +7,7 @@ import { FsPolicyError } from './errors.js';
 import { type HermesEnvironment, loadEnvironment } from './env.js';
 import { O, type Plan, runAsync, runSync } from './internal/io.js';
 import { homeOwnerPlan } from './internal/owners.js';
-import { movedOut, movedOutError, reachDirPlan } from './internal/reach.js';
+import { movedOut, movedOutError, type Reached, reachDirPlan } from './internal/reach.js';
 import { checkRawPath, Held } from './internal/resolve.js';
 import { bestEffort, op } from './internal/steps.js';
 import { verifyForReplace } from './internal/verify.js';
@@ -72,51 +72,78 @@ export function* atomicWritePlan(
       held,
     );
     warnings.push(...reached.warnings);
-    const { dir, name, existing } = yield* resolveTargetPlan(reached, path.basename(requestedPath), held);
-    const real = path.join(dir.path, name);
-    if (existing !== undefined && options.overwrite === false) {
-      throw new FsPolicyError({ code: 'EEXIST', step: 'resolve', path: real, message: `${real} already exists` });
-    }
-    // As root, only a file of root, the home's owner or HERMES_UID is replaced (and keeps that owner).
-    const homeOwner = existing === undefined ? undefined : yield* homeOwnerPlan(reached, env, held);
-    const inherit = existing === undefined ? false : verifyForReplace(real, existing, kind, env, homeOwner, warnings, reached.uid).inheritMode;
-    const finalMode = selectFileMode({
-      explicit: options.mode,
-      existing: inherit ? existing?.mode : undefined,
-      kindMode: fileModeFor(kind, env),
-      retighten: kind.file.retighten,
-    });
-    const result = yield* commitPlan(
-      {
-        dir,
-        name,
-        real,
-        data,
-        finalMode,
-        existing,
-        ownership: kind.ownership,
-        env,
-        uid: reached.uid,
-        durable,
-        overwrite: options.overwrite !== false,
-        guard: () => movedOut(reached, dir, env, held),
-        movedOutError: (now) => movedOutError(dir, now, 'write'),
-      },
-      warnings,
-    );
+    const w = yield* writeEntryPlan(reached, path.basename(requestedPath), data, options, durable, env, held, warnings, true);
     return {
-      path: real,
+      path: w.real,
       requestedPath,
       bytes: data.length,
-      mode: finalMode,
-      createdFile: existing === undefined,
+      mode: w.finalMode,
+      createdFile: w.created,
       createdDirs: reached.created,
       durable,
-      warnings: result,
+      warnings: w.warnings,
     };
   } finally {
     yield* held.release();
   }
+}
+
+/**
+ * @internal From a reached directory on, for atomicWrite and atomicWriteAt: resolves the entry `name` (links
+ * only inside the root), refuses an existing file under `overwrite: false`, checks what it replaces (as root,
+ * only a file of root, the home's owner or HERMES_UID, which keeps that owner), chooses the mode and publishes.
+ * `watchMoves`: check at the commit points that the directory was not moved out of the root (atomicWriteAt's
+ * holder watches its directory itself).
+ */
+export function* writeEntryPlan(
+  reached: Reached,
+  entry: string,
+  data: Uint8Array,
+  options: Pick<AtomicWriteOptions, 'kind' | 'mode' | 'overwrite'>,
+  durable: Durability,
+  env: HermesEnvironment,
+  held: Held,
+  warnings: string[],
+  watchMoves: boolean,
+): Plan<{ real: string; finalMode: number; created: boolean; warnings: readonly string[] }> {
+  const kind = getKind(options.kind);
+  const { dir, name, existing } = yield* resolveTargetPlan(reached, entry, held);
+  const real = path.join(dir.path, name);
+  if (existing !== undefined && options.overwrite === false) {
+    throw new FsPolicyError({ code: 'EEXIST', step: 'resolve', path: real, message: `${real} already exists` });
+  }
+  const homeOwner = existing === undefined ? undefined : yield* homeOwnerPlan(reached, env, held);
+  const inherit = existing === undefined ? false : verifyForReplace(real, existing, kind, env, homeOwner, warnings, reached.uid).inheritMode;
+  const finalMode = selectFileMode({
+    explicit: options.mode,
+    existing: inherit ? existing?.mode : undefined,
+    kindMode: fileModeFor(kind, env),
+    retighten: kind.file.retighten,
+  });
+  const result = yield* commitPlan(
+    {
+      dir,
+      name,
+      real,
+      data,
+      finalMode,
+      existing,
+      ownership: kind.ownership,
+      env,
+      uid: reached.uid,
+      durable,
+      overwrite: options.overwrite !== false,
+      guard: () => (watchMoves ? movedOut(reached, dir, env, held) : noMove()),
+      movedOutError: (now) => movedOutError(dir, now, 'write'),
+    },
+    warnings,
+  );
+  return { real, finalMode, created: existing === undefined, warnings: result };
+}
+
+// eslint-disable-next-line require-yield
+function* noMove(): Plan<string | undefined> {
+  return undefined;
 }
 
 /**
