@@ -3,8 +3,7 @@
  * its session is created when missing, and its idempotency key is recorded with its row in the same
  * transaction (a key already stored makes the file a duplicate: no second row).
  */
-import * as path from 'node:path';
-import { listSpool, readSpoolFile, type RecoveryBatchEntry, type RecoveryCommitOutcome, type SessionStore } from '@hermes/gateway';
+import { type RecoveryBatchEntry, type RecoveryCommitOutcome, type SessionStore } from '@hermes/gateway';
 import type { SessionDb } from '@hermes/session-db';
 import { SESSION_SOURCE, SPOOL_MARKER } from './ids.js';
 
@@ -35,38 +34,12 @@ export function spooledInfo(payload: unknown): SpooledInfo | undefined {
 }
 
 /**
- * Reads every pending/overflow payload of the spool (and the members of batch files) and returns this
- * service's by payload name — the name recovery commits them under. Read-only, through @hermes/gateway.
+ * state.db as recovery's store, with this service's sessions and idempotency keys (see the module comment).
+ * What a file adds is read from the payload recovery commits — never from a listing taken before the pass: a
+ * payload spooled after such a listing (a stop's flush during a drain) would lose its key, and the client's
+ * retry of it would be stored a second time.
  */
-export function scanSpooled(home: string): Map<string, SpooledInfo> {
-  const found = new Map<string, SpooledInfo>();
-  for (const entry of listSpool({ home, includeBad: false })) {
-    if (entry.kind !== 'pending' && entry.kind !== 'overflow' && entry.kind !== 'batch' && entry.kind !== 'temp') continue;
-    const file = readSpoolFile(entry.path);
-    if (file === undefined) continue;
-    const payload: unknown = file.payload;
-    if (isRecord(payload) && payload.kind === 'batch' && Array.isArray(payload.payloads)) {
-      for (const m of payload.payloads as unknown[]) {
-        if (!isRecord(m) || typeof m.name !== 'string' || typeof m.text !== 'string') continue;
-        let inner: unknown;
-        try {
-          inner = JSON.parse(m.text);
-        } catch {
-          continue;
-        }
-        const info = spooledInfo(inner);
-        if (info !== undefined) found.set(m.name, info);
-      }
-      continue;
-    }
-    const info = spooledInfo(payload);
-    if (info !== undefined) found.set(entry.target ?? path.basename(entry.path), info);
-  }
-  return found;
-}
-
-/** state.db as recovery's store, with this service's sessions and idempotency keys (see the module comment). */
-export function gatewayStore(db: SessionDb, spooled: ReadonlyMap<string, SpooledInfo>): SessionStore {
+export function gatewayStore(db: SessionDb): SessionStore {
   const known = new Set<string>();
   return {
     path: db.path,
@@ -76,7 +49,7 @@ export function gatewayStore(db: SessionDb, spooled: ReadonlyMap<string, Spooled
     checkpoint: () => db.checkpoint(),
     commitRecovered(entries: readonly RecoveryBatchEntry[]): readonly RecoveryCommitOutcome[] {
       const mapped = entries.map((entry) => {
-        const info = spooled.get(entry.fileName);
+        const info = spooledInfo(entry.payload);
         if (info === undefined) return entry;
         if (!known.has(info.sessionId)) {
           if (db.getSession(info.sessionId) === undefined) {

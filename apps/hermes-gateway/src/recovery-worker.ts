@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { acquireGatewayLock, type GatewayLock, GatewayLockError, recoverPending } from '@hermes/gateway';
 import { openSessionDb, type SessionDb } from '@hermes/session-db';
 import { installJsonLogger, type LogLevel } from './log.js';
-import { gatewayStore, scanSpooled } from './recovery-store.js';
+import { gatewayStore } from './recovery-store.js';
 
 export interface WorkerInit {
   readonly home: string;
@@ -44,7 +44,7 @@ function recover(): RecoverySummary {
   const started = performance.now();
   db ??= openSessionDb({ home: init.home });
   // Counts, not an entry per recovered file: a large spool at start must not cost memory per message.
-  const report = recoverPending({ home: init.home, store: gatewayStore(db, scanSpooled(init.home)), listCommitted: false });
+  const report = recoverPending({ home: init.home, store: gatewayStore(db), listCommitted: false });
   return {
     scanned: report.scanned,
     inserted: report.counts.rows,

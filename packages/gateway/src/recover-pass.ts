@@ -364,7 +364,7 @@ export class Pass {
     let committed = answer.committed.has(parsed.legacyId);
     if (decision.type === 'commit' && !committed) {
       // The store checks the receipt atomically with the commit (a committed receipt → `duplicate`).
-      this.#batches.enqueue({ path: p, kind: decision.kind, sessionId: this.#sessions.intern(decision.sessionId), entry: { receiptId, fileName: name, rows: decision.rows } }, file.content.text.length);
+      this.#batches.enqueue({ path: p, kind: decision.kind, sessionId: this.#sessions.intern(decision.sessionId), entry: { receiptId, fileName: name, rows: decision.rows, payload } }, file.content.text.length);
       return;
     }
     this.#done++;

@@ -26,6 +26,12 @@ export interface RecoveryBatchEntry {
   readonly receiptId: string;
   readonly fileName: string;
   readonly rows: readonly RecoveredRow[];
+  /**
+   * The parsed payload the rows come from (a batch member's own payload), for a store that records more of it
+   * than the rows — a service's idempotency key, say — in the same transaction. Read from the file this pass
+   * commits, so it always matches the rows: never look such data up in a listing taken before the pass.
+   */
+  readonly payload?: unknown;
 }
 
 /** The store's verdict on one entry. */
