@@ -44,8 +44,8 @@ export class GroupCommitter {
   #running = false;
   #spoolMode = false;
   #nextDrain = 0;
-  /** The previous cycle carried more than one message: load, so the next one waits the whole window. */
-  #busy = false;
+  /** How many messages the previous cycle committed: under load, about as many are on their way again. */
+  #lastBatch = 0;
   readonly #known = new Set<string>();
   #idle: Promise<void> = Promise.resolve();
   #idleResolve: (() => void) | undefined;
@@ -117,19 +117,21 @@ export class GroupCommitter {
 
   /**
    * Lets the requests the kernel already holds reach the queue: yields to the event loop (setImmediate) as long
-   * as each yield brought new messages, for at most {@link GATHER_MS}. A commit blocks the thread (SQLite is
-   * synchronous), so what arrived during it is read only now; committing after the first yield would split it.
+   * as each yield brought new messages, or — after a cycle of several messages — until about as many as that
+   * cycle carried are queued (their clients, just acknowledged, are sending again); at most {@link GATHER_MS}.
+   * A commit blocks the thread (SQLite is synchronous), so what arrived during it is read only now; committing
+   * after the first yield would split it. A fixed wait would instead add its whole length to every ack of a
+   * few closed-loop clients.
    */
   async #gather(): Promise<void> {
     const until = performance.now() + GATHER_MS;
+    const expected = this.#lastBatch > 1 ? this.#lastBatch : 0;
     let seen = -1;
-    // Keep gathering while messages still arrive, or — when another commit ran just before — for the window:
-    // its requests are likely mid-flight from the same clients.
-    while (performance.now() < until && (this.#queue.length !== seen || this.#busy)) {
+    while (performance.now() < until && (this.#queue.length !== seen || this.#queue.length < expected)) {
       seen = this.#queue.length;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    this.#busy = this.#queue.length > 1;
+    this.#lastBatch = this.#queue.length;
   }
 
   async #tryDrain(): Promise<void> {
