@@ -186,6 +186,14 @@ export interface HeldDirectory {
    * acts here. Never show it: messages use {@link HeldDirectory.display}.
    */
   at(name: string): string;
+  /**
+   * Opens the entry `name` (one component) of this directory, like `fs.openSync(at(name), flags, mode)`: the
+   * same call on the held descriptor, made with `openat` when the native layer is in force (no `/proc` walk).
+   * Errors are `fs`-shaped (code, errno, a descriptor path: pass them through {@link HeldDirectory.explain}).
+   */
+  openSync(name: string, flags: number, mode?: number): number;
+  /** Removes the entry `name` of this directory, like `fs.unlinkSync(at(name))` (`unlinkat` when native). */
+  unlinkSync(name: string): void;
   /** The logical path of `name` in this directory (for messages and reports). */
   display(name: string): string;
   /** An fs error with its message and `path` rewritten from the descriptor path to the logical one. */
@@ -218,12 +226,27 @@ export function holdDirectorySync(dir: string, options: { env?: HermesEnvironmen
   const self = selfFd(ref.fd, logical);
   const prefix = `${self}/`;
   let closed = false;
+  // A closed directory's descriptor number may already name another file: never act through it.
+  const usable = (name: string): void => {
+    checkName(name, path.join(logical, name));
+    if (closed) {
+      throw new FsPolicyError({ code: 'EUNEXPECTED', step: 'resolve', path: path.join(logical, name), message: `${logical} is no longer held; refusing to act on ${name} through it`, hint: 'hold the directory again; this is a bug of the caller.' });
+    }
+  };
   const heldDir: HeldDirectory = {
     path: logical,
     self,
     at(name) {
       checkName(name, path.join(logical, name));
       return atFd(ref.fd, logical, name);
+    },
+    openSync(name, flags, mode = 0o600) {
+      usable(name);
+      return runSync(call('open', path.join(logical, name), 'open', atFd(ref.fd, logical, name), flags, mode));
+    },
+    unlinkSync(name) {
+      usable(name);
+      runSync(call('unlink', path.join(logical, name), 'unlink', atFd(ref.fd, logical, name)));
     },
     display(name) {
       return path.join(logical, name);

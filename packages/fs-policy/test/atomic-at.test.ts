@@ -135,3 +135,54 @@ describe('atomicWriteAt: an entry of a held directory', () => {
     }
   });
 });
+
+describe('HeldDirectory.openSync / unlinkSync: one entry, through the held descriptor', () => {
+  it('open and remove act in the directory that was held after it was renamed and another took its name', () => {
+    const { env, dir } = spool();
+    fs.writeFileSync(path.join(dir, 'a.json'), 'held');
+    const held = holdDirectorySync(dir, { env });
+    try {
+      fs.renameSync(dir, `${dir}.moved`);
+      fs.mkdirSync(dir, { mode: 0o700 });
+      fs.writeFileSync(path.join(dir, 'a.json'), 'impostor');
+      const fd = held.openSync('a.json', fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      try {
+        expect(fs.readFileSync(fd, 'utf8')).toBe('held');
+      } finally {
+        fs.closeSync(fd);
+      }
+      held.unlinkSync('a.json');
+      expect([ls(dir), ls(`${dir}.moved`)]).toEqual([['a.json'], []]);
+    } finally {
+      held.close();
+    }
+  });
+
+  it('fs-shaped errors (ENOENT, ELOOP on a link) that explain() names by the logical path; a closed directory and a slash are typed', () => {
+    const { env, dir } = spool();
+    fs.symlinkSync('/etc/passwd', path.join(dir, 'link.json'));
+    const held = holdDirectorySync(dir, { env });
+    const thrown = (fn: () => unknown): NodeJS.ErrnoException => {
+      try {
+        fn();
+      } catch (err) {
+        return err as NodeJS.ErrnoException;
+      }
+      throw new Error('expected an error');
+    };
+    const missing = thrown(() => {
+      held.unlinkSync('missing.json');
+    });
+    const link = thrown(() => held.openSync('link.json', fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW));
+    expect([missing.code, link.code]).toEqual(['ENOENT', 'ELOOP']);
+    expect(held.explain(missing).path).toBe(path.join(dir, 'missing.json'));
+    expect(caught(() => held.openSync('a/b', fs.constants.O_RDONLY)).code).toBe('EINVALID_PATH');
+    held.close();
+    expect(
+      caught(() => {
+        held.unlinkSync('link.json');
+      }).code,
+    ).toBe('EUNEXPECTED');
+    expect(fs.lstatSync(path.join(dir, 'link.json')).isSymbolicLink()).toBe(true);
+  });
+});

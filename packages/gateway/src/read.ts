@@ -29,14 +29,13 @@ const SCRATCH_MAX = 1024 * 1024;
  * buffer is asked for one byte more than `fstat` said, and a short read of a regular file is its end.
  */
 function readBytes(dir: HeldDirectory, name: string): Buffer {
-  const at = dir.at(name);
   let fd: number;
   try {
     try {
-      fd = fs.openSync(at, READ_FLAGS | NOATIME);
+      fd = dir.openSync(name, READ_FLAGS | NOATIME);
     } catch (err) {
       if (NOATIME === 0 || (err as { code?: unknown } | null)?.code !== 'EPERM') throw err;
-      fd = fs.openSync(at, READ_FLAGS);
+      fd = dir.openSync(name, READ_FLAGS);
     }
   } catch (err) {
     throw dir.explain(err);

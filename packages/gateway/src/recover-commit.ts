@@ -288,7 +288,13 @@ export class Batches {
     if (isMemberPath(p)) return true;
     try {
       const held = this.held;
-      fs.unlinkSync(held !== undefined && p.startsWith(this.#prefix) ? held.at(p.slice(this.#prefix.length)) : sys(p));
+      if (held !== undefined && p.startsWith(this.#prefix)) {
+        try {
+          held.unlinkSync(p.slice(this.#prefix.length));
+        } catch (err) {
+          throw held.explain(err);
+        }
+      } else fs.unlinkSync(sys(p));
       return true;
     } catch (err) {
       const code = codeOf(err, 'EUNKNOWN');
