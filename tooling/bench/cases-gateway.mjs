@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { setLogger, silentLogger } from '../../packages/fs-policy/dist/index.js';
 import { flushOverflow, recoverPending } from '../../packages/gateway/dist/index.js';
 import { openSessionDb } from '../../packages/session-db/dist/index.js';
-import { compare } from './harness.mjs';
+import { compare, median } from './harness.mjs';
 
 setLogger(silentLogger);
 const requireFromSessionDb = createRequire(fileURLToPath(new URL('../../packages/session-db/package.json', import.meta.url)));
@@ -110,19 +110,27 @@ export async function gatewayCases(workRoot, { samples }) {
     }
     db.close();
   };
+  // B4-cpu: the CPU time (user + system, every thread of the process) of each of those recoveries.
+  const cpu = { ours: [], baseline: [] };
+  const cpuOf = (into, fn) => (home) => {
+    const before = process.cpuUsage();
+    fn(home);
+    const used = process.cpuUsage(before);
+    into.push((used.user + used.system) / 1000);
+  };
   const b4 = await compare({
     id: 'B4',
     ours: {
       name: 'recoverPending (batched transactions, receipts)',
       setup: seeded,
-      run: (home) => {
+      run: cpuOf(cpu.ours, (home) => {
         const db = openSessionDb({ home });
         const r = recoverPending({ home, store: db });
         db.close();
         if (r.inserted.length !== RECOVER) throw new Error(`B4: inserted ${r.inserted.length}`);
-      },
+      }),
     },
-    baseline: { name: 'one autocommit insert per message', setup: seeded, run: autocommit },
+    baseline: { name: 'one autocommit insert per message', setup: seeded, run: cpuOf(cpu.baseline, autocommit) },
     samples: 3,
     warmup: 0,
   });
@@ -136,6 +144,17 @@ export async function gatewayCases(workRoot, { samples }) {
     target: { op: '>=faster', ratio: 10 },
     unit: 'per recovery',
     ...b4,
+  });
+  const cpuMs = median(cpu.ours);
+  results.push({
+    id: 'B4-cpu',
+    kind: 'absolute',
+    title: 'the same recovery of 20,000 files: CPU time (user + system) of recoverPending',
+    unit: 'ms',
+    noise: 'cpu',
+    value: cpuMs,
+    target: { op: '<=', value: 1700 },
+    detail: `median of ${cpu.ours.length}; one autocommit insert per message: ${median(cpu.baseline).toFixed(0)} ms (the same reads and unlinks)`,
   });
   results.push({
     id: 'B4-mem',
