@@ -314,11 +314,22 @@ export class Batches {
       this.#pass.rejectedMember(p, reason);
       return;
     }
+    // A new name that never replaces an entry: link (EEXIST when the name is taken, atomically), then remove the
+    // old name. A check for the name followed by a rename would replace whatever took it meanwhile.
     let badPath = `${p}.bad`;
-    if (fs.existsSync(sys(badPath))) badPath = `${p}.${Date.now().toString(36)}.bad`;
     try {
-      fs.renameSync(sys(p), sys(badPath));
+      try {
+        fs.linkSync(sys(p), sys(badPath));
+      } catch (err) {
+        if (codeOf(err, '') !== 'EEXIST') throw err;
+        badPath = `${p}.${Date.now().toString(36)}.bad`;
+        fs.linkSync(sys(p), sys(badPath));
+      }
+      fs.unlinkSync(sys(p));
     } catch (err) {
+      // No hard link (EPERM: another uid's file under protected_hardlinks, or a filesystem without links): the
+      // file is kept and reported. A check that the name is free followed by a rename would replace whatever a
+      // group member put there meanwhile.
       this.#pass.error(p, codeOf(err, 'EUNKNOWN'), `rejected by the store (${reason}) and could not be renamed .bad: ${messageOf(err)}`);
       return;
     }

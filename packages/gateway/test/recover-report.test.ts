@@ -519,7 +519,7 @@ describe('recovery: what happens around the store', () => {
     const logger = memoryLogger();
     const report = recoverPending({ home, store, logger });
     const message = (n: string): string =>
-      `rejected by the store (role is not a string) and could not be renamed .bad: ENOENT: no such file or directory, rename '${path.join(dir, n)}' -> '${path.join(dir, n)}.bad'`;
+      `rejected by the store (role is not a string) and could not be renamed .bad: ENOENT: no such file or directory, link '${path.join(dir, n)}' -> '${path.join(dir, n)}.bad'`;
     expect(report.bad).toEqual([]);
     expect(report.errors.map((e) => [e.path, e.code, e.message])).toEqual([
       [path.join(dir, 'r1.json'), 'ENOENT', message('r1.json')],
@@ -530,6 +530,20 @@ describe('recovery: what happens around the store', () => {
       ['error', `pending-message recovery: 2 error(s): ENOENT at ${dir} (uid ${uid}): ${message('r1.json')}`, dir, 2],
       ['warn', 'pending-message recovery: 0 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 2 error(s)', dir, undefined],
     ]);
+  });
+
+  it('a rejected file whose .bad name is taken gets a name of its own: the entry under .bad is never replaced', () => {
+    const home = newHome();
+    const dir = spoolDir(home);
+    writeSpoolFile(home, 'r1.json', payload('r1', 1700000001));
+    fs.writeFileSync(path.join(dir, 'r1.json.bad'), 'an earlier rejected file');
+    const store = storeDouble((e) => ({ receiptId: e.receiptId, status: 'rejected', error: 'role is not a string' }), () => ({ complete: true }));
+    const report = recoverPending({ home, store, logger: memoryLogger() });
+    expect(report.errors).toEqual([]);
+    expect(report.bad.map((b) => [base(b.path), /^r1\.json\.[0-9a-z]+\.bad$/.test(String(base(b.badPath)))])).toEqual([['r1.json', true]]);
+    expect(fs.readFileSync(path.join(dir, 'r1.json.bad'), 'utf8')).toBe('an earlier rejected file');
+    expect(fs.readFileSync(report.bad[0]?.badPath ?? '', 'utf8')).toBe(payload('r1', 1700000001));
+    expect(names(dir).filter((n) => n.endsWith('.json'))).toEqual([]);
   });
 
   it('a spool that is not a directory: one error naming it, the progress bar told (0, 0), nothing else touched', () => {
