@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { checkHomeChainSync } from '@hermes/fs-policy';
 import { ACT_AS_ENV, type ActingIdentity, type ActingMarker } from './acting-uid.js';
 import { CliError, EXIT, stderrLine } from './output.js';
+import { passwdFromFile, passwdRecord } from './owner-name.js';
 
 /** Whose identity a command's work runs with when root starts it. */
 export type Actor = 'owner' | 'invoker';
@@ -122,15 +123,6 @@ function lookup(file: string, args: readonly string[]): { status: number; stdout
   }
 }
 
-/** The passwd entry of `uid` from the files (when getent is not installed): name and primary gid. */
-function passwdFromFiles(uid: number): { name: string; gid: number } | undefined {
-  for (const line of fs.readFileSync('/etc/passwd', 'utf8').split('\n')) {
-    const f = line.split(':');
-    if (f.length >= 4 && f[2] === String(uid) && f[0] !== undefined && /^\d+$/.test(f[3] ?? '')) return { name: f[0], gid: Number(f[3]) };
-  }
-  return undefined;
-}
-
 /** The groups listing `name` as a member in /etc/group (when id is not installed). */
 function groupsFromFiles(name: string): number[] {
   const out: number[] = [];
@@ -149,11 +141,8 @@ function groupsFromFiles(name: string): number[] {
 export function ownerIdentity(uid: number, homeGid: number): OwnerIdentity {
   let entry: { name: string; gid: number } | undefined;
   const pw = lookup('getent', ['passwd', String(uid)]);
-  if (pw === undefined) entry = passwdFromFiles(uid);
-  else if (pw.status === 0) {
-    const f = pw.stdout.split('\n')[0]?.split(':') ?? [];
-    if (f[0] !== undefined && f[0] !== '' && f[2] === String(uid) && /^\d+$/.test(f[3] ?? '')) entry = { name: f[0], gid: Number(f[3]) };
-  }
+  if (pw === undefined) entry = passwdFromFile(uid);
+  else if (pw.status === 0) entry = passwdRecord(pw.stdout.split('\n')[0] ?? '', uid);
   if (entry === undefined) return { uid, gid: homeGid, groups: [homeGid], name: null };
   let groups: number[];
   const id = lookup('id', ['-G', '--', entry.name]);
