@@ -18,6 +18,7 @@ const PUBLISHED: readonly [dir: string, name: string][] = [
   ['packages/trajectory', '@hermes/trajectory'],
   ['packages/moa-trace', '@hermes/moa-trace'],
   ['apps/hermes-fs', 'hermes-fs'],
+  ['apps/hermes-gateway', 'hermes-gateway'],
 ];
 
 describe('packed tarballs install and load outside the workspace', () => {
@@ -30,9 +31,12 @@ describe('packed tarballs install and load outside the workspace', () => {
     const packs = path.join(work, 'packs');
     fs.mkdirSync(packs);
     for (const [dir] of PUBLISHED) {
-      const out = execFileSync('pnpm', ['pack', '--pack-destination', packs], { cwd: path.join(root, dir), encoding: 'utf8' });
+      // One directory per package: @hermes/gateway and hermes-gateway both pack to hermes-gateway-<version>.tgz.
+      const dest = path.join(packs, dir.replace('/', '-'));
+      fs.mkdirSync(dest);
+      const out = execFileSync('pnpm', ['pack', '--pack-destination', dest], { cwd: path.join(root, dir), encoding: 'utf8' });
       const tgz = out.trim().split('\n').pop() ?? '';
-      tarballs.push(path.isAbsolute(tgz) ? tgz : path.join(packs, path.basename(tgz)));
+      tarballs.push(path.isAbsolute(tgz) ? tgz : path.join(dest, path.basename(tgz)));
     }
     project = path.join(work, 'consumer');
     fs.mkdirSync(project);

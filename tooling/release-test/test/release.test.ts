@@ -31,6 +31,7 @@ const PUBLISHED: readonly (readonly [name: string, dir: string])[] = [
   ['@hermes/trajectory', 'packages/trajectory'],
   ['@hermes/moa-trace', 'packages/moa-trace'],
   ['hermes-fs', 'apps/hermes-fs'],
+  ['hermes-gateway', 'apps/hermes-gateway'],
 ];
 const NAMES = PUBLISHED.map(([name]) => name);
 
@@ -55,6 +56,15 @@ const INTERNAL_DEPENDENCIES: Readonly<Record<string, readonly string[]>> = {
     '@hermes/gateway',
     '@hermes/moa-trace',
     '@hermes/redact',
+    '@hermes/session-db',
+    '@hermes/trajectory',
+  ],
+  'hermes-gateway': [
+    '@hermes/cli',
+    '@hermes/config',
+    '@hermes/fs-policy',
+    '@hermes/gateway',
+    '@hermes/moa-trace',
     '@hermes/session-db',
     '@hermes/trajectory',
   ],
@@ -143,16 +153,20 @@ interface HttpResponse {
 }
 
 /**
- * One HTTP request to the local registry on a fresh connection (`agent: false`, `Connection: close`): no
- * idle keep-alive socket is ever reused, so a request cannot race the registry closing one.
+ * One HTTP request (to the local registry or a server under test) on a fresh connection (`agent: false`,
+ * `Connection: close`): no idle keep-alive socket is ever reused, so a request cannot race the server closing one.
  */
-function http(method: 'GET' | 'PUT', url: string, json?: unknown): Promise<HttpResponse> {
+function http(method: 'GET' | 'PUT' | 'POST', url: string, json?: unknown, headers: Record<string, string> = {}): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     const payload = json === undefined ? undefined : Buffer.from(JSON.stringify(json));
     const req = httpRequest(url, {
       method,
       agent: false,
-      headers: { accept: 'application/json', ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(payload.length) }) },
+      headers: {
+        accept: 'application/json',
+        ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(payload.length) }),
+        ...headers,
+      },
     });
     req.on('error', reject);
     req.on('response', (res) => {
@@ -289,6 +303,7 @@ import { saveTrajectory, toShareGpt } from '@hermes/trajectory';
 import { createMoaTracer, moaTraceSettingsFromConfig, type MoaTraceSettings } from '@hermes/moa-trace';
 import { runMatrix, type MatrixReport } from 'hermes-fs';
 import schema from 'hermes-fs/schema/matrix.schema.json' with { type: 'json' };
+import { parseOptions, startGateway, type GatewayOptions, type RunningGateway } from 'hermes-gateway';
 
 export function wire(home: string): { env: HermesEnvironment; db: SessionDb; exported: SessionExport | undefined } {
   const env = loadEnvironment({ home });
@@ -301,6 +316,8 @@ export const config: HermesConfig = parseConfig('moa:\\n  save_traces: true\\n')
 export const settings: MoaTraceSettings = moaTraceSettingsFromConfig(config);
 export const tracer = createMoaTracer({ home: '/tmp/h', ...settings });
 export const matrix: () => Promise<MatrixReport> = () => runMatrix({});
+export const parsed = parseOptions(['--temp-home', '--port', '0'], {});
+export const serve: (options: GatewayOptions) => Promise<RunningGateway> = startGateway;
 export const loaded = [FsPolicyError, testing, gateway, saveConversation, saveTrajectory, toShareGpt, schema.title] as const;
 `;
 
@@ -381,7 +398,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
     run('pnpm', ['install', '--frozen-lockfile', '--prefer-offline', '--reporter=append-only'], { cwd: repo });
 
     // The registry: Verdaccio from its own lockfile, installed into this run's directory (never a workspace
-    // dependency), on a loopback port. @hermes/* and hermes-fs are never proxied: they come from this run only.
+    // dependency), on a loopback port. @hermes/*, hermes-fs and hermes-gateway are never proxied: they come from this run only.
     const verdaccio = path.join(work, 'verdaccio');
     fs.mkdirSync(verdaccio);
     for (const f of ['package.json', 'package-lock.json']) fs.copyFileSync(path.join(registryPackage, f), path.join(verdaccio, f));
@@ -406,6 +423,9 @@ describe('a release through a real registry', { concurrent: false }, () => {
         '    access: $all',
         '    publish: $authenticated',
         "  'hermes-fs':",
+        '    access: $all',
+        '    publish: $authenticated',
+        "  'hermes-gateway':",
         '    access: $all',
         '    publish: $authenticated',
         "  '**':",
@@ -470,7 +490,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
     });
   });
 
-  it("the release workflow's publish script publishes the nine packages at 0.1.0, dependencies first", async () => {
+  it("the release workflow's publish script publishes the ten packages at 0.1.0, dependencies first", async () => {
     run('pnpm', ['build', '--output-logs=errors-only'], { cwd: repo });
     fs.writeFileSync(path.join(repo, '.npmrc'), `registry=${registryUrl}\n//127.0.0.1:${new URL(registryUrl).port}/:_authToken=${token}\n`);
     // What .github/workflows/release.yml runs, without --provenance: a provenance statement needs the OIDC token
@@ -484,11 +504,11 @@ describe('a release through a real registry', { concurrent: false }, () => {
       for (const dep of INTERNAL_DEPENDENCIES[name] ?? []) expect(order.indexOf(dep), `${dep} before ${name}`).toBeLessThan(order.indexOf(name));
       expect(published).toContain(`New tag: ${name}@${VERSION}\n`);
     }
-    expect(published).toContain('9 published, 0 already on the registry (9 public packages)\n');
+    expect(published).toContain('10 published, 0 already on the registry (10 public packages)\n');
     const tags = run('git', ['tag', '--list'], { cwd: repo }).stdout.trim().split('\n').sort();
     expect(tags).toEqual(NAMES.map((name) => `${name}@${VERSION}`).sort());
     // A second run (a re-run after a partial failure) publishes nothing twice.
-    expect(run('node', script, { cwd: repo }).stdout).toContain('0 published, 9 already on the registry (9 public packages)\n');
+    expect(run('node', script, { cwd: repo }).stdout).toContain('0 published, 10 already on the registry (10 public packages)\n');
 
     for (const name of NAMES) {
       const response = await http('GET', `${registryUrl}${name.replace('/', '%2f')}`);
@@ -562,7 +582,9 @@ describe('a release through a real registry', { concurrent: false }, () => {
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'npm-app', version: '1.0.0', private: true, type: 'module' }, null, 2));
     fs.writeFileSync(path.join(project, '.npmrc'), `registry=${registryUrl}\ncache=${path.join(work, 'npm-cache')}\n`);
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', 'hermes-fs', '@hermes/fs-policy'], { cwd: project });
-    // The rest of the family, and the compiler the consumer type-checks with.
+    // The rest of the family, and the compiler the consumer type-checks with. On Node 20, hermes-gateway's
+    // fastify brings light-my-request 6.8 and its cookie 2, which declares node >=22: npm warns EBADENGINE (not
+    // shown at --loglevel=error) and installs; the gateway runs on Node 20 (the hermes-gateway test below).
     const rest = NAMES.filter((n) => n !== 'hermes-fs' && n !== '@hermes/fs-policy');
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...rest, 'typescript@5.9.3', '@types/node@^20.19.0'], { cwd: project });
     const lock = readJson(path.join(project, 'package-lock.json')) as { packages: Record<string, { version?: string }> };
@@ -650,7 +672,17 @@ describe('a release through a real registry', { concurrent: false }, () => {
         const probe = JSON.parse(run(process.execPath, ['instance-probe.mjs'], { cwd: project }).stdout) as ProbeResult;
         const copies = new Set(Object.values(probe.resolved));
         expect(Object.keys(probe.resolved).sort()).toEqual(
-          ['app', '@hermes/cli', '@hermes/config', '@hermes/gateway', '@hermes/moa-trace', '@hermes/session-db', '@hermes/trajectory', 'hermes-fs'].sort(),
+          [
+            'app',
+            '@hermes/cli',
+            '@hermes/config',
+            '@hermes/gateway',
+            '@hermes/moa-trace',
+            '@hermes/session-db',
+            '@hermes/trajectory',
+            'hermes-fs',
+            'hermes-gateway',
+          ].sort(),
         );
         expect(copies.size, JSON.stringify(probe.resolved, null, 2)).toBe(1);
         expect(probe.error).toEqual({ name: 'FsPolicyError', code: 'ENOTDIR', instanceOfAppFsPolicyError: true });
@@ -673,6 +705,63 @@ describe('a release through a real registry', { concurrent: false }, () => {
       });
     });
   }
+
+  it('the npm project runs hermes-gateway: --help, then a real start that stores a message and stops on SIGTERM with 143', async () => {
+    // Runs on the test's Node (20 here), where npm warned EBADENGINE for cookie 2 at install: it must run anyway.
+    const project = projects.npm;
+    const help = run('npx', ['--no-install', 'hermes-gateway', '--help'], { cwd: project });
+    expect(help.stdout.startsWith('usage: hermes-gateway [options]\n'), help.stdout).toBe(true);
+    expect(help.stdout).toContain('--temp-home');
+
+    // --temp-home makes its home under TMPDIR: inside this run's directory, removed with it.
+    const tmp = path.join(work, 'gateway-tmp');
+    fs.mkdirSync(tmp);
+    const child = spawn(path.join(project, 'node_modules', '.bin', 'hermes-gateway'), ['--temp-home', '--port', '0', '--print-url'], {
+      cwd: project,
+      env: cleanEnv({ TMPDIR: tmp }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!stdout.includes('\n')) {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw new Error(`hermes-gateway exited ${String(child.exitCode ?? child.signalCode)} before printing its URL:\n${stderr}`);
+        }
+        if (Date.now() > deadline) throw new Error(`hermes-gateway printed no URL within 60 s:\n${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const url = stdout.split('\n')[0] ?? '';
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
+
+      const posted = await http('POST', `${url}/v1/sessions/k/messages`, { text: 'hi' }, { 'idempotency-key': 'release-1' });
+      expect(posted.status, posted.body.toString()).toBe(201);
+      expect(parse(posted)).toMatchObject({ ok: true, session: 'k', status: 'committed', replayed: false, idempotencyKey: 'release-1' });
+      const ready = await http('GET', `${url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(parse(ready)).toEqual({ ready: true });
+      // The page is served from the package's public/ directory, which the tarball must carry.
+      const page = await http('GET', `${url}/`);
+      expect(page.status).toBe(200);
+      expect(page.body.equals(fs.readFileSync(path.join(project, 'node_modules', 'hermes-gateway', 'public', 'index.html')))).toBe(true);
+      expect(page.body.toString().startsWith('<!DOCTYPE html>\n')).toBe(true);
+
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const [code, signal] = await exited;
+      clearTimeout(timer);
+      expect({ code, signal }, stderr).toEqual({ code: 143, signal: null });
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
+  });
 
   it('the probe sees a second fs-policy copy when there is one (npm tree with a nested copy)', () => {
     // The failure the fixed group prevents, made on purpose: session-db gets its own copy of fs-policy.
