@@ -6,9 +6,11 @@
  * modes.
  *
  * The mode is decided once per process: `HERMES_FS_ANCHOR=procfd|native` forces one (tests); otherwise the
- * addon is used when it loads. A missing or unloadable addon is one log line, then `procfd`.
+ * addon is used when it loads. A missing or unloadable addon is one log line, then `procfd`. The test hook
+ * `HERMES_FS_NATIVE_PATH=<absolute path>` loads another build of the addon (the AddressSanitizer one).
  */
 import { createRequire } from 'node:module';
+import * as path from 'node:path';
 import { fallbackReason, anchorMode as descriptorMode } from './internal/anchor.js';
 import { getLogger } from './logger.js';
 
@@ -83,8 +85,20 @@ const PLATFORM_PACKAGES: Readonly<Partial<Record<string, string>>> = {
   arm64: '@hermes/fs-policy-linux-arm64-gnu',
 };
 
-/** The platform package that carries the addon for this machine (Linux, glibc, x64 or arm64), or undefined where none is built. */
+/**
+ * Test hook, not for production: an absolute path to another build of the addon, loaded instead of the platform
+ * package (the AddressSanitizer build of `tooling/scripts/asan-test.sh`). It grants nothing the environment did
+ * not already (`LD_PRELOAD`, `NODE_OPTIONS`); the loaded file still has to answer ABI 1.
+ */
+const NATIVE_PATH_VAR = 'HERMES_FS_NATIVE_PATH';
+
+/**
+ * What the addon is loaded from: the platform package for this machine (Linux, glibc, x64 or arm64), or
+ * undefined where none is built; the file `HERMES_FS_NATIVE_PATH` names instead, when that is an absolute path.
+ */
 export function platformPackage(): string | undefined {
+  const override = process.env[NATIVE_PATH_VAR];
+  if (override !== undefined && path.isAbsolute(override)) return override;
   const pkg = PLATFORM_PACKAGES[process.arch];
   if (process.platform !== 'linux' || pkg === undefined) return undefined;
   const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: unknown } } | undefined)?.header;
@@ -105,6 +119,10 @@ function load(): Loaded {
   if (force !== undefined && force !== '' && force !== 'native' && force !== 'procfd') {
     getLogger().warn(`HERMES_FS_ANCHOR=${JSON.stringify(force)} ignored: only "native" or "procfd"`, { fix: 'unset HERMES_FS_ANCHOR' });
   }
+  const override = process.env[NATIVE_PATH_VAR];
+  if (override !== undefined && override !== '' && !path.isAbsolute(override)) {
+    getLogger().warn(`${NATIVE_PATH_VAR}=${JSON.stringify(override)} ignored: not an absolute path`, { fix: `unset ${NATIVE_PATH_VAR}` });
+  }
   if (force === 'procfd') return { binding: undefined, why: 'HERMES_FS_ANCHOR=procfd', openat2: false };
   const pkg = platformPackage();
   if (pkg === undefined) {
@@ -124,7 +142,10 @@ function load(): Loaded {
       package: pkg,
       code,
       reason: why,
-      fix: `install ${pkg} (an optional dependency of @hermes/fs-policy; a package manager that skips optional dependencies leaves it out)`,
+      fix:
+        pkg === process.env[NATIVE_PATH_VAR]
+          ? `unset ${NATIVE_PATH_VAR} (a test hook), or build that file`
+          : `install ${pkg} (an optional dependency of @hermes/fs-policy; a package manager that skips optional dependencies leaves it out)`,
     });
     return { binding: undefined, why, openat2: false };
   }

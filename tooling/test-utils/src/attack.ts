@@ -17,6 +17,18 @@ export interface Proc {
   readonly signal: NodeJS.Signals | null;
 }
 
+/** The variables a child of an attack test inherits beyond PATH: the anchor mode and the ASan run's settings. */
+const PASSED_THROUGH = ['HERMES_FS_ANCHOR', 'HERMES_FS_NATIVE_PATH', 'LD_PRELOAD', 'ASAN_OPTIONS', 'UBSAN_OPTIONS'] as const;
+
+function passedThrough(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of PASSED_THROUGH) {
+    const value = process.env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
 /**
  * Runs `node script args` as `uid`/`gid` under umask 0007 (a managed service's), resolving when it exits;
  * rejects (after SIGKILL) when it runs past `timeoutMs` — a hang is a failure, never a stuck test.
@@ -32,8 +44,9 @@ export function runAs(
     const child = spawn('/bin/sh', ['-c', 'umask 0007 && exec "$0" "$@"', process.execPath, script, ...args], {
       uid: as.uid,
       gid: as.gid,
-      // HERMES_FS_ANCHOR passes through: a suite run in one anchor mode runs its victims in that mode too.
-      env: { PATH: process.env.PATH, ...(process.env.HERMES_FS_ANCHOR === undefined ? {} : { HERMES_FS_ANCHOR: process.env.HERMES_FS_ANCHOR }), ...env },
+      // The anchor mode and the sanitizer run's settings pass through: a suite run in one anchor mode, or under
+      // AddressSanitizer (tooling/scripts/asan-test.sh), runs its victims and attackers the same way.
+      env: { PATH: process.env.PATH, ...passedThrough(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -10,6 +10,7 @@
 #include <napi.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -318,6 +319,23 @@ Napi::Value Openat2Probe(const Napi::CallbackInfo& info) {
   return r;
 }
 
+#ifdef HERMES_ASAN_SELFTEST
+#ifndef __SANITIZE_ADDRESS__
+#error "HERMES_ASAN_SELFTEST is for the AddressSanitizer build only (native/build.mjs --asan --selftest)"
+#endif
+// asanSelfTest(): writes one byte past a 16-byte heap block. AddressSanitizer stops the process there with a
+// heap-buffer-overflow report; a return means the sanitizer is not live. Only in `--asan --selftest`. Exempt from
+// UndefinedBehaviorSanitizer, whose object-size check would otherwise report the write first.
+__attribute__((no_sanitize_undefined)) Napi::Value AsanSelfTest(const Napi::CallbackInfo& info) {
+  // Volatile, so that the compiler neither removes the write nor warns about it.
+  volatile char* block = new char[16];
+  volatile std::size_t past = 16;
+  block[past] = 1;
+  delete[] block;
+  return info.Env().Undefined();
+}
+#endif
+
 #define FSP_EXPORT(name, build)                                     \
   exports.Set(name, Napi::Function::New(env, Sync<build>, name));   \
   exports.Set(name "Async", Napi::Function::New(env, Async<build>, name "Async"));
@@ -351,6 +369,9 @@ Napi::Object InitExports(Napi::Env env, Napi::Object exports) {
   c.Set("RENAME_EXCHANGE", kRenameExchange);
   exports.Set("constants", c);
   exports.Set("abi", Napi::Number::New(env, 1));
+#ifdef HERMES_ASAN_SELFTEST
+  exports.Set("asanSelfTest", Napi::Function::New(env, AsanSelfTest, "asanSelfTest"));
+#endif
   return exports;
 }
 
