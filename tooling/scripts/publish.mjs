@@ -96,6 +96,17 @@ export function publishOrder(root = ROOT) {
   return ordered;
 }
 
+/**
+ * The entries of a manifest's `files` that name a file or directory (no glob, no negation) and are missing from
+ * `dir`: a package published without them (a platform package whose addon was not built, a bin without its
+ * dist) installs and then fails, so publishing stops instead.
+ */
+export function missingFiles(dir, manifest) {
+  const plain = (manifest.files ?? []).filter((f) => typeof f === 'string' && !f.startsWith('!') && !/[*?[\]{}]/.test(f));
+  // CHANGELOG.md exists only after the first `changeset version`; npm adds README and LICENSE by itself.
+  return plain.filter((f) => f !== 'CHANGELOG.md' && !fs.existsSync(path.join(dir, f)));
+}
+
 /** Whether `name@version` is on the registry (npm view); a registry error other than "not found" throws. */
 function isPublished(name, version, registry) {
   const args = ['view', `${name}@${version}`, 'version', '--json', ...(registry === undefined ? [] : ['--registry', registry])];
@@ -140,7 +151,13 @@ function main() {
         process.stdout.write(`would publish ${id}\n`);
         continue;
       }
-      const packed = JSON.parse(run('pnpm', ['pack', '--pack-destination', out, '--json'], pkg.dir).stdout);
+      const missing = missingFiles(pkg.dir, pkg.manifest);
+      if (missing.length > 0) {
+        throw new PublishError(`publish: ${id} lacks ${missing.join(', ')} (listed in its files): build it first (pnpm build); nothing of it was published`);
+      }
+      // A directory per package: @hermes/gateway and hermes-gateway both pack to hermes-gateway-<version>.tgz.
+      const dest = fs.mkdtempSync(path.join(out, 'pkg-'));
+      const packed = JSON.parse(run('pnpm', ['pack', '--pack-destination', dest, '--json'], pkg.dir).stdout);
       const publishArgs = ['publish', packed.filename, '--access', 'public', ...(opts.provenance ? ['--provenance'] : []), ...(opts.registry === undefined ? [] : ['--registry', opts.registry])];
       run('npm', publishArgs, ROOT); // the tarball is self-contained; the repository's .npmrc applies, as for pnpm
       published++;

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const root = path.resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 
 // Every published package, by directory. Literal on purpose: adding a package means adding it here.
+// The platform packages are packed and installed too, but not checked like the others (a prebuilt .node file,
+// no dist/ to import): fs-policy's tarball names this machine's as an optional dependency, and installing it from
+// its tarball keeps npm from looking the name up on the public registry. tooling/release-test checks its tarball.
 const PUBLISHED: readonly [dir: string, name: string][] = [
   ['packages/fs-policy', '@hermes/fs-policy'],
   ['packages/redact', '@hermes/redact'],
@@ -21,27 +24,34 @@ const PUBLISHED: readonly [dir: string, name: string][] = [
   ['apps/hermes-gateway', 'hermes-gateway'],
 ];
 
+/** The platform package of this machine, when it has one and its addon is built (`pnpm build`). */
+const PLATFORM: readonly [dir: string, name: string][] =
+  process.platform === 'linux' && process.arch === 'x64' && fs.existsSync(path.join(root, 'packages/fs-policy-linux-x64-gnu/fs-policy.node'))
+    ? [['packages/fs-policy-linux-x64-gnu', '@hermes/fs-policy-linux-x64-gnu']]
+    : [];
+
 describe('packed tarballs install and load outside the workspace', () => {
   let work: string;
   let project: string;
-  const tarballs: string[] = [];
+  const tarballs: string[] = []; // of PUBLISHED, checked below
+  const platformTarballs: string[] = []; // installed only
 
   beforeAll(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'hermes-pack-'));
     const packs = path.join(work, 'packs');
     fs.mkdirSync(packs);
-    for (const [dir] of PUBLISHED) {
+    for (const [dir, name] of [...PUBLISHED, ...PLATFORM]) {
       // One directory per package: @hermes/gateway and hermes-gateway both pack to hermes-gateway-<version>.tgz.
       const dest = path.join(packs, dir.replace('/', '-'));
       fs.mkdirSync(dest);
       const out = execFileSync('pnpm', ['pack', '--pack-destination', dest], { cwd: path.join(root, dir), encoding: 'utf8' });
       const tgz = out.trim().split('\n').pop() ?? '';
-      tarballs.push(path.isAbsolute(tgz) ? tgz : path.join(dest, path.basename(tgz)));
+      (PLATFORM.some(([, n]) => n === name) ? platformTarballs : tarballs).push(path.isAbsolute(tgz) ? tgz : path.join(dest, path.basename(tgz)));
     }
     project = path.join(work, 'consumer');
     fs.mkdirSync(project);
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs], { cwd: project, stdio: 'pipe' });
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs, ...platformTarballs], { cwd: project, stdio: 'pipe' });
   });
 
   afterAll(() => {
@@ -75,6 +85,13 @@ describe('packed tarballs install and load outside the workspace', () => {
     fs.writeFileSync(path.join(project, 'probe.cjs'), script);
     const out = execFileSync(process.execPath, ['probe.cjs'], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     for (const [, name] of PUBLISHED) expect(out).toMatch(new RegExp(`^${name.replace('/', '\\/')} [1-9]\\d*$`, 'm'));
+  });
+
+  it.runIf(PLATFORM.length > 0)('fs-policy installed with its platform package runs native', () => {
+    const script = `import('@hermes/fs-policy').then((m) => console.log(m.anchorInfo().mode))`;
+    // NODE_PATH unset: pnpm's bin shims point it at the workspace, where every package is found.
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8', env: { ...process.env, NODE_PATH: '' } });
+    expect(out.trim()).toBe('native');
   });
 
   it('runs the installed CLI', () => {

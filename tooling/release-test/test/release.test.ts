@@ -23,6 +23,7 @@ const REPOSITORY = 'git+https://github.com/hermes-agent/hermes-persistence.git';
 // Every published package and its directory. Literal on purpose: adding a package means adding it here.
 const PUBLISHED: readonly (readonly [name: string, dir: string])[] = [
   ['@hermes/fs-policy', 'packages/fs-policy'],
+  ['@hermes/fs-policy-linux-x64-gnu', 'packages/fs-policy-linux-x64-gnu'],
   ['@hermes/redact', 'packages/redact'],
   ['@hermes/config', 'packages/config'],
   ['@hermes/session-db', 'packages/session-db'],
@@ -35,6 +36,11 @@ const PUBLISHED: readonly (readonly [name: string, dir: string])[] = [
 ];
 const NAMES = PUBLISHED.map(([name]) => name);
 
+/** fs-policy's prebuilt addon for this machine (Linux x64, glibc): an optional dependency, a `.node` file and no JavaScript. */
+const PLATFORM_PACKAGE = '@hermes/fs-policy-linux-x64-gnu';
+/** The packages with a JavaScript entry point: every published one but the platform package. */
+const MODULES = NAMES.filter((name) => name !== PLATFORM_PACKAGE);
+
 /** A package's CHANGELOG.md after its first release: one line, no list of changes made before it. */
 const INITIAL_CHANGELOG = (name: string): string => `# ${name}\n\n## ${VERSION}\n\n### Minor Changes\n\n- Initial release\n`;
 
@@ -42,6 +48,7 @@ const INITIAL_CHANGELOG = (name: string): string => `# ${name}\n\n## ${VERSION}\
 // dependency graph as released, with the ranges `workspace:^` must become).
 const INTERNAL_DEPENDENCIES: Readonly<Record<string, readonly string[]>> = {
   '@hermes/fs-policy': [],
+  '@hermes/fs-policy-linux-x64-gnu': [],
   '@hermes/redact': [],
   '@hermes/config': ['@hermes/fs-policy'],
   '@hermes/session-db': ['@hermes/fs-policy'],
@@ -70,6 +77,12 @@ const INTERNAL_DEPENDENCIES: Readonly<Record<string, readonly string[]>> = {
   ],
 };
 
+// The optionalDependencies of each published manifest (absent: none). The platform package is never a plain
+// dependency: its os/cpu/libc fields make npm and pnpm skip it on any other machine.
+const OPTIONAL_DEPENDENCIES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  '@hermes/fs-policy': { [PLATFORM_PACKAGE]: `^${VERSION}` },
+};
+
 // docs/permissions.md, the permission table, in the order `hermes-fs matrix` measures it.
 const MATRIX_CELLS = [
   'pending_messages/',
@@ -94,8 +107,12 @@ const MATRIX_TABLE: Readonly<Record<'S1' | 'S2' | 'S3' | 'S4' | 'S5', readonly s
 interface RunOptions {
   cwd: string;
   env?: Record<string, string>;
+  /** Variables removed from the child's environment (after `env` is applied). */
+  unset?: readonly string[];
   /** Exit codes that count as success (default [0]). */
   ok?: readonly number[];
+  /** Kill the child (SIGTERM) and fail after this many milliseconds (default: no limit). */
+  timeoutMs?: number;
 }
 
 interface RunResult {
@@ -104,11 +121,15 @@ interface RunResult {
   stderr: string;
 }
 
-/** The environment every child runs with: no variables a parent pnpm/npm script set, no workspace binaries. */
+/**
+ * The environment every child runs with: no variables a parent pnpm/npm script set, no workspace binaries, and
+ * no NODE_PATH (pnpm's bin shims set it to the workspace's node_modules/.pnpm/node_modules, where every workspace
+ * package is linked: a consumer's require() would find what its own install lacks).
+ */
 function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || /^(npm_|pnpm_)/i.test(key) || key === 'INIT_CWD') continue;
+    if (value === undefined || /^(npm_|pnpm_)/i.test(key) || key === 'INIT_CWD' || key === 'NODE_PATH') continue;
     env[key] = value;
   }
   env.PATH = (process.env.PATH ?? '')
@@ -119,12 +140,15 @@ function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 function run(command: string, args: readonly string[], options: RunOptions): RunResult {
+  const unset = new Set(options.unset ?? []);
+  const env = Object.fromEntries(Object.entries(cleanEnv(options.env)).filter(([key]) => !unset.has(key)));
   const result = spawnSync(command, args, {
     cwd: options.cwd,
-    env: cleanEnv(options.env),
+    env,
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
   });
   if (result.error !== undefined) throw result.error;
   const status = result.status ?? -1;
@@ -341,7 +365,7 @@ const TSCONFIG_BUNDLER = {
 };
 
 const ESM_IMPORTS = `
-for (const name of ${JSON.stringify([...NAMES, '@hermes/fs-policy/testing'])}) {
+for (const name of ${JSON.stringify([...MODULES, '@hermes/fs-policy/testing'])}) {
   const m = await import(name);
   console.log(name, Object.keys(m).length);
 }
@@ -349,12 +373,125 @@ const schema = await import('hermes-fs/schema/matrix.schema.json', { with: { typ
 console.log('schema', schema.default.title);
 `;
 const CJS_REQUIRES = `
-for (const name of ${JSON.stringify([...NAMES, '@hermes/fs-policy/testing'])}) {
+for (const name of ${JSON.stringify([...MODULES, '@hermes/fs-policy/testing'])}) {
   console.log(name, Object.keys(require(name)).length);
 }
 console.log('schema', require('hermes-fs/schema/matrix.schema.json').title);
-for (const name of ${JSON.stringify(NAMES)}) console.log('version', name, require(name + '/package.json').version);
+for (const name of ${JSON.stringify(MODULES)}) console.log('version', name, require(name + '/package.json').version);
 `;
+
+/** The variables that choose fs-policy's anchor mode or addon: unset wherever a test measures the default. */
+const ANCHOR_VARIABLES = ['HERMES_FS_ANCHOR', 'HERMES_FS_NATIVE_PATH'] as const;
+const ANCHOR_PROBE = `import { anchorInfo } from '@hermes/fs-policy'; console.log(JSON.stringify(anchorInfo()));`;
+/** anchorInfo() where the platform package loads, on a kernel with openat2 (5.6 and later). */
+const NATIVE_ANCHOR = { mode: 'native', reason: 'the addon is loaded and the kernel has openat2', openat2: true } as const;
+
+// A smoke suite run by a consumer project: in a fresh directory (argv[2]) with a private home (0700), an atomic
+// JSON write, two private appends, a secure mkdir and a write through a link that leaves the home. Prints the
+// anchor mode, every line fs-policy logged, each result, and the mode (and content) of everything in the
+// directory afterwards.
+const SMOKE = `
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { anchorInfo, atomicWriteJsonSync, FsPolicyError, loadEnvironment, privateAppendSync, secureMkdirSync, setLogger } from '@hermes/fs-policy';
+
+const logs = [];
+setLogger({ debug() {}, info(m) { logs.push('info: ' + m); }, warn(m) { logs.push('warn: ' + m); }, error(m) { logs.push('error: ' + m); } });
+const base = process.argv[2];
+const home = path.join(base, 'home');
+const outside = path.join(base, 'outside');
+fs.mkdirSync(base, { mode: 0o700 });
+fs.mkdirSync(home, { mode: 0o700 });
+fs.mkdirSync(outside, { mode: 0o700 });
+const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false' }, umask: 0o022 });
+const rel = (p) => path.relative(base, p);
+const octal = (mode) => (mode & 0o7777).toString(8).padStart(4, '0');
+const anchor = anchorInfo();
+
+const w = atomicWriteJsonSync(path.join(home, 'pending_messages', 'pending-1.json'), { text: 'hi' }, { kind: 'pending-messages', env });
+const write = { path: rel(w.path), bytes: w.bytes, mode: octal(w.mode), createdFile: w.createdFile, createdDirs: w.createdDirs.map(rel), durable: w.durable, warnings: w.warnings };
+const appends = ['{"turn":1}\\n', '{"turn":2}\\n'].map((line) => {
+  const a = privateAppendSync(path.join(home, 'moa-traces', 's1.jsonl'), line, { kind: 'moa-traces', env });
+  return { path: rel(a.path), bytes: a.bytes, created: a.created, mode: octal(a.mode), createdDirs: a.createdDirs.map(rel) };
+});
+const m = secureMkdirSync(path.join(home, 'sessions', 'saved'), 'saved-sessions', { env });
+const mkdir = { path: rel(m.path), created: m.created.map(rel), mode: octal(m.mode), warnings: m.warnings };
+
+fs.writeFileSync(path.join(outside, 'victim.json'), 'precious', { mode: 0o600 });
+fs.symlinkSync(path.join(outside, 'victim.json'), path.join(home, 'escape.json'));
+let escape = 'written';
+try {
+  atomicWriteJsonSync(path.join(home, 'escape.json'), { pwned: true }, { kind: 'sessions', env });
+} catch (err) {
+  if (!(err instanceof FsPolicyError)) throw err;
+  escape = { code: err.code, path: rel(err.path) };
+}
+
+const tree = {};
+const contents = {};
+(function walk(dir) {
+  for (const name of fs.readdirSync(dir).sort()) {
+    const p = path.join(dir, name);
+    const st = fs.lstatSync(p);
+    if (st.isSymbolicLink()) tree[rel(p)] = 'link ' + rel(fs.readlinkSync(p));
+    else if (st.isDirectory()) {
+      tree[rel(p)] = 'dir ' + octal(st.mode);
+      walk(p);
+    } else {
+      tree[rel(p)] = 'file ' + octal(st.mode);
+      contents[rel(p)] = fs.readFileSync(p, 'utf8');
+    }
+  }
+})(base);
+console.log(JSON.stringify({ anchor, logs, write, appends, mkdir, escape, tree, contents }));
+`;
+
+interface SmokeReport {
+  anchor: { mode: string; reason: string; openat2: boolean };
+  logs: string[];
+  write: unknown;
+  appends: unknown;
+  mkdir: unknown;
+  escape: unknown;
+  tree: Record<string, string>;
+  contents: Record<string, string>;
+}
+
+/** What SMOKE must print in every anchor mode: the same results, the same modes, the link refused. */
+const SMOKE_RESULTS: Omit<SmokeReport, 'anchor' | 'logs'> = {
+  write: {
+    path: 'home/pending_messages/pending-1.json',
+    bytes: 19,
+    mode: '0600',
+    createdFile: true,
+    createdDirs: ['home/pending_messages'],
+    durable: 'file+dir',
+    warnings: [],
+  },
+  appends: [
+    { path: 'home/moa-traces/s1.jsonl', bytes: 11, created: true, mode: '0600', createdDirs: ['home/moa-traces'] },
+    { path: 'home/moa-traces/s1.jsonl', bytes: 11, created: false, mode: '0600', createdDirs: [] },
+  ],
+  mkdir: { path: 'home/sessions/saved', created: ['home/sessions', 'home/sessions/saved'], mode: '0700', warnings: [] },
+  escape: { code: 'ESYMLINK_ESCAPE', path: 'home/escape.json' },
+  tree: {
+    home: 'dir 0700',
+    'home/escape.json': 'link outside/victim.json',
+    'home/moa-traces': 'dir 0700',
+    'home/moa-traces/s1.jsonl': 'file 0600',
+    'home/pending_messages': 'dir 0700',
+    'home/pending_messages/pending-1.json': 'file 0600',
+    'home/sessions': 'dir 0700',
+    'home/sessions/saved': 'dir 0700',
+    outside: 'dir 0700',
+    'outside/victim.json': 'file 0600',
+  },
+  contents: {
+    'home/moa-traces/s1.jsonl': '{"turn":1}\n{"turn":2}\n',
+    'home/pending_messages/pending-1.json': '{\n  "text": "hi"\n}\n',
+    'outside/victim.json': 'precious',
+  },
+};
 
 describe('a release through a real registry', { concurrent: false }, () => {
   let work: string;
@@ -490,7 +627,7 @@ describe('a release through a real registry', { concurrent: false }, () => {
     });
   });
 
-  it("the release workflow's publish script publishes the ten packages at 0.1.0, dependencies first", async () => {
+  it("the release workflow's publish script publishes the eleven packages at 0.1.0, dependencies first", async () => {
     run('pnpm', ['build', '--output-logs=errors-only'], { cwd: repo });
     fs.writeFileSync(path.join(repo, '.npmrc'), `registry=${registryUrl}\n//127.0.0.1:${new URL(registryUrl).port}/:_authToken=${token}\n`);
     // What .github/workflows/release.yml runs, without --provenance: a provenance statement needs the OIDC token
@@ -501,14 +638,16 @@ describe('a release through a real registry', { concurrent: false }, () => {
     console.log(`publish order: ${order.join(' ')}`);
     expect(order.slice().sort()).toEqual([...NAMES].sort());
     for (const name of NAMES) {
-      for (const dep of INTERNAL_DEPENDENCIES[name] ?? []) expect(order.indexOf(dep), `${dep} before ${name}`).toBeLessThan(order.indexOf(name));
+      for (const dep of [...(INTERNAL_DEPENDENCIES[name] ?? []), ...Object.keys(OPTIONAL_DEPENDENCIES[name] ?? {})]) {
+        expect(order.indexOf(dep), `${dep} before ${name}`).toBeLessThan(order.indexOf(name));
+      }
       expect(published).toContain(`New tag: ${name}@${VERSION}\n`);
     }
-    expect(published).toContain('10 published, 0 already on the registry (10 public packages)\n');
+    expect(published).toContain('11 published, 0 already on the registry (11 public packages)\n');
     const tags = run('git', ['tag', '--list'], { cwd: repo }).stdout.trim().split('\n').sort();
     expect(tags).toEqual(NAMES.map((name) => `${name}@${VERSION}`).sort());
     // A second run (a re-run after a partial failure) publishes nothing twice.
-    expect(run('node', script, { cwd: repo }).stdout).toContain('0 published, 10 already on the registry (10 public packages)\n');
+    expect(run('node', script, { cwd: repo }).stdout).toContain('0 published, 11 already on the registry (11 public packages)\n');
 
     for (const name of NAMES) {
       const response = await http('GET', `${registryUrl}${name.replace('/', '%2f')}`);
@@ -521,7 +660,12 @@ describe('a release through a real registry', { concurrent: false }, () => {
 
   it('every tarball carries its CHANGELOG, LICENSE, metadata and schema, no source maps, and real dependency ranges', async () => {
     for (const [name, dir] of PUBLISHED) {
-      const manifest = parse(await http('GET', `${registryUrl}${name.replace('/', '%2f')}/${VERSION}`)) as { dist: { tarball: string } };
+      const manifest = parse(await http('GET', `${registryUrl}${name.replace('/', '%2f')}/${VERSION}`)) as {
+        dist: { tarball: string };
+        os?: string[];
+        cpu?: string[];
+        libc?: string[];
+      };
       const tgz = path.join(work, `${name.replace('/', '-')}.tgz`);
       fs.writeFileSync(tgz, (await http('GET', manifest.dist.tarball)).body);
       const unpacked = path.join(work, 'unpacked', name);
@@ -531,8 +675,19 @@ describe('a release through a real registry', { concurrent: false }, () => {
       expect(files, name).toContain('CHANGELOG.md');
       expect(files, name).toContain('README.md');
       expect(fs.readFileSync(path.join(unpacked, 'package', 'LICENSE'), 'utf8'), `${name}/LICENSE`).toBe(ROOT_LICENSE);
-      expect(files, name).toContain('dist/index.js');
-      expect(files, name).toContain('dist/index.d.ts');
+      if (name === PLATFORM_PACKAGE) {
+        // The addon and nothing to build it from: no binding.gyp (npm would add `node-gyp rebuild` as its install script).
+        expect([...files].sort()).toEqual(['CHANGELOG.md', 'LICENSE', 'README.md', 'fs-policy.node', 'package.json']);
+        const addon = fs.readFileSync(path.join(unpacked, 'package', 'fs-policy.node'));
+        expect(addon.equals(fs.readFileSync(path.join(repo, dir, 'fs-policy.node'))), 'the tarball holds the addon `pnpm build` made').toBe(true);
+        // ELF, 64-bit, little-endian, shared object (ET_DYN), x86-64 (EM_X86_64 = 62).
+        expect([addon.subarray(0, 4).toString('latin1'), addon[4], addon[5], addon.readUInt16LE(16), addon.readUInt16LE(18)]).toEqual(['\x7fELF', 2, 1, 3, 62]);
+        // What npm and pnpm read to pick (or skip) it, in the registry's document of the version.
+        expect([manifest.os, manifest.cpu, manifest.libc]).toEqual([['linux'], ['x64'], ['glibc']]);
+      } else {
+        expect(files, name).toContain('dist/index.js');
+        expect(files, name).toContain('dist/index.d.ts');
+      }
       expect(files.filter((f) => f.endsWith('.map') || f.startsWith('src/') || f.startsWith('test/')), name).toEqual([]);
       for (const f of files.filter((file) => /\.(js|d\.ts)$/.test(file))) {
         expect(fs.readFileSync(path.join(unpacked, 'package', f), 'utf8'), `${name}/${f}`).not.toContain('sourceMappingURL');
@@ -545,7 +700,15 @@ describe('a release through a real registry', { concurrent: false }, () => {
         homepage: string;
         bugs: unknown;
         dependencies?: Record<string, string>;
+        optionalDependencies?: Record<string, string>;
+        peerDependencies?: Record<string, string>;
         exports: Record<string, unknown>;
+        main?: string;
+        os?: string[];
+        cpu?: string[];
+        libc?: string[];
+        scripts?: Record<string, string>;
+        gypfile?: boolean;
       };
       expect(pkg.version).toBe(VERSION);
       expect(pkg.repository, name).toEqual({ type: 'git', url: REPOSITORY, directory: dir });
@@ -555,6 +718,25 @@ describe('a release through a real registry', { concurrent: false }, () => {
       expect(internal.map(([dep]) => dep).sort(), name).toEqual([...(INTERNAL_DEPENDENCIES[name] ?? [])]);
       for (const [dep, range] of internal) expect(range, `${name} -> ${dep}`).toBe(`^${VERSION}`);
       for (const [dep, range] of Object.entries(pkg.dependencies ?? {})) expect(range, `${name} -> ${dep}`).not.toMatch(/^workspace:/);
+      expect(pkg.optionalDependencies ?? {}, `${name} optionalDependencies`).toEqual(OPTIONAL_DEPENDENCIES[name] ?? {});
+      expect(pkg.peerDependencies, `${name} peerDependencies`).toBeUndefined();
+      // No package runs anything at install: nothing compiles on a user's machine, pnpm asks no approval for
+      // the family (better-sqlite3, a third-party dependency, is the one that does).
+      const installScripts = ['preinstall', 'install', 'postinstall', 'prepare'].filter((script) => pkg.scripts?.[script] !== undefined);
+      expect(installScripts, `${name} install scripts`).toEqual([]);
+      expect(pkg.gypfile, name).toBeUndefined();
+      expect(files.filter((f) => f.endsWith('binding.gyp')), name).toEqual([]);
+      if (name === PLATFORM_PACKAGE) {
+        expect({ main: pkg.main, os: pkg.os, cpu: pkg.cpu, libc: pkg.libc, dependencies: pkg.dependencies, scripts: pkg.scripts }).toEqual({
+          main: 'fs-policy.node',
+          os: ['linux'],
+          cpu: ['x64'],
+          libc: ['glibc'],
+          dependencies: undefined,
+          // The workspace build step only; npm and pnpm never run a script named `build` at install.
+          scripts: { build: 'node ../fs-policy/native/build.mjs' },
+        });
+      }
       if (name === 'hermes-fs') {
         // Every --json document's schema ships, exported by one pattern (hermes-fs/schema/<name>.json).
         expect(files.filter((f) => f.startsWith('schema/')).sort()).toEqual([
@@ -585,10 +767,13 @@ describe('a release through a real registry', { concurrent: false }, () => {
     // The rest of the family, and the compiler the consumer type-checks with. On Node 20, hermes-gateway's
     // fastify brings light-my-request 6.8 and its cookie 2, which declares node >=22: npm warns EBADENGINE (not
     // shown at --loglevel=error) and installs; the gateway runs on Node 20 (the hermes-gateway test below).
-    const rest = NAMES.filter((n) => n !== 'hermes-fs' && n !== '@hermes/fs-policy');
+    const rest = MODULES.filter((n) => n !== 'hermes-fs' && n !== '@hermes/fs-policy');
     run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...rest, 'typescript@5.9.3', '@types/node@^20.19.0'], { cwd: project });
-    const lock = readJson(path.join(project, 'package-lock.json')) as { packages: Record<string, { version?: string }> };
+    const lock = readJson(path.join(project, 'package-lock.json')) as { packages: Record<string, { version?: string; optional?: boolean }> };
     for (const name of NAMES) expect(lock.packages[`node_modules/${name}`]?.version, name).toBe(VERSION);
+    // The platform package came with fs-policy, as an optional dependency, not asked for by the project.
+    expect(lock.packages[`node_modules/${PLATFORM_PACKAGE}`]?.optional).toBe(true);
+    expect(Object.keys((readJson(path.join(project, 'package.json')) as { dependencies: Record<string, string> }).dependencies)).not.toContain(PLATFORM_PACKAGE);
   });
 
   it('a pnpm project installs them from the registry, with better-sqlite3 approved to build (as the README says)', () => {
@@ -597,14 +782,21 @@ describe('a release through a real registry', { concurrent: false }, () => {
     fs.mkdirSync(project);
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'pnpm-app', version: '1.0.0', private: true, type: 'module' }, null, 2));
     fs.writeFileSync(path.join(project, '.npmrc'), `registry=${registryUrl}\ncache-dir=${path.join(work, 'pnpm-cache')}\n`);
-    run('pnpm', ['add', '--reporter=append-only', '--allow-build=better-sqlite3', 'hermes-fs', '@hermes/fs-policy'], { cwd: project });
+    const first = run('pnpm', ['add', '--reporter=append-only', '--allow-build=better-sqlite3', 'hermes-fs', '@hermes/fs-policy'], { cwd: project });
+    // The platform package has no install script: pnpm has nothing to ask approval for (better-sqlite3 is approved).
+    expect(first.stdout + first.stderr).not.toMatch(/Ignored build scripts/);
     // pnpm records the approval in the project, so later installs build better-sqlite3 without the flag.
     expect(fs.readFileSync(path.join(project, 'pnpm-workspace.yaml'), 'utf8')).toMatch(/^allowBuilds:\n {2}better-sqlite3: true$/m);
-    const rest = NAMES.filter((n) => n !== 'hermes-fs' && n !== '@hermes/fs-policy');
-    run('pnpm', ['add', '--reporter=append-only', ...rest, 'typescript@5.9.3', '@types/node@^20.19.0'], { cwd: project });
-    for (const name of NAMES) {
+    const rest = MODULES.filter((n) => n !== 'hermes-fs' && n !== '@hermes/fs-policy');
+    const second = run('pnpm', ['add', '--reporter=append-only', ...rest, 'typescript@5.9.3', '@types/node@^20.19.0'], { cwd: project });
+    expect(second.stdout + second.stderr).not.toMatch(/Ignored build scripts/);
+    for (const name of MODULES) {
       expect(versionOf(path.join(project, 'node_modules', name, 'package.json')), name).toBe(VERSION);
     }
+    // pnpm links an optional dependency next to the package that wants it, not at the top of node_modules.
+    expect(fs.existsSync(path.join(project, 'node_modules', PLATFORM_PACKAGE))).toBe(false);
+    const fsPolicy = fs.realpathSync(path.join(project, 'node_modules', '@hermes', 'fs-policy'));
+    expect(versionOf(path.join(fsPolicy, '..', '..', PLATFORM_PACKAGE, 'package.json'))).toBe(VERSION);
   });
 
   it('a global pnpm install of hermes-fs, approved as the README says, runs the matrix', () => {
@@ -635,12 +827,19 @@ describe('a release through a real registry', { concurrent: false }, () => {
         fs.writeFileSync(path.join(project, 'probe.cjs'), CJS_REQUIRES);
         const cjs = run(process.execPath, ['probe.cjs'], { cwd: project }).stdout;
         for (const out of [esm, cjs]) {
-          for (const name of [...NAMES, '@hermes/fs-policy/testing']) {
+          for (const name of [...MODULES, '@hermes/fs-policy/testing']) {
             expect(out).toMatch(new RegExp(`^${name.replace('/', '\\/')} [1-9]\\d*$`, 'm'));
           }
           expect(out).toContain('schema hermes-fs matrix --json\n');
         }
-        for (const name of NAMES) expect(cjs).toContain(`version ${name} ${VERSION}\n`);
+        for (const name of MODULES) expect(cjs).toContain(`version ${name} ${VERSION}\n`);
+      });
+
+      it('runs @hermes/fs-policy in native mode: its platform package came with it', () => {
+        const project = projects[kind];
+        const out = run(process.execPath, ['--input-type=module', '-e', ANCHOR_PROBE], { cwd: project, unset: ANCHOR_VARIABLES });
+        expect(JSON.parse(out.stdout)).toEqual(NATIVE_ANCHOR);
+        expect(out.stderr).toBe('');
       });
 
       it("runs the fs-policy README's quickstart as published", () => {
@@ -786,7 +985,9 @@ describe('a release through a real registry', { concurrent: false }, () => {
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'pnpm-unapproved', version: '1.0.0', private: true, type: 'module' }));
     fs.writeFileSync(path.join(project, '.npmrc'), `registry=${registryUrl}\ncache-dir=${path.join(work, 'pnpm-cache')}\n`);
     const install = run('pnpm', ['add', '--reporter=append-only', '@hermes/session-db'], { cwd: project });
-    expect(install.stdout + install.stderr).toMatch(/Ignored build scripts: better-sqlite3/);
+    // better-sqlite3 alone: fs-policy's platform package, installed with it, has no script to approve.
+    const ignored = /Ignored build scripts: ([^\n│]*)/.exec(install.stdout + install.stderr)?.[1]?.trim();
+    expect(ignored).toMatch(/^better-sqlite3@\d+\.\d+\.\d+\.$/);
     const home = path.join(work, 'unapproved-home');
     fs.mkdirSync(home);
     const opened = run(
@@ -796,6 +997,77 @@ describe('a release through a real registry', { concurrent: false }, () => {
     );
     expect(opened.stderr).toContain('Could not locate the bindings file');
   });
+
+  it('a fresh npm project with no C compiler on PATH installs @hermes/fs-policy prebuilt: native, and procfd with the same results without its platform package', () => {
+    const project = path.join(work, 'npm-no-compiler');
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'npm-no-compiler', version: '1.0.0', private: true, type: 'module' }, null, 2));
+    fs.writeFileSync(path.join(project, '.npmrc'), `registry=${registryUrl}\ncache=${path.join(work, 'npm-cache')}\n`);
+
+    // PATH is one directory holding node, npm, npx and sh, nothing else: no compiler, make or Python for
+    // node-gyp to find. npm's `#!/usr/bin/env node` finds node there.
+    const bin = path.join(work, 'no-compiler-bin');
+    fs.mkdirSync(bin);
+    const locate = (tool: string): string => fs.realpathSync(run('sh', ['-c', `command -v ${tool}`], { cwd: work }).stdout.trim());
+    for (const [tool, target] of [
+      ['node', process.execPath],
+      ['npm', locate('npm')],
+      ['npx', locate('npx')],
+      ['sh', locate('sh')],
+    ] as const) {
+      fs.symlinkSync(target, path.join(bin, tool));
+    }
+    const unset = ['CC', 'CXX', 'PYTHON', ...ANCHOR_VARIABLES];
+    const bare = (extra: Record<string, string> = {}): Pick<RunOptions, 'env' | 'unset'> => ({
+      env: { PATH: bin, ...extra },
+      unset: unset.filter((key) => !(key in extra)),
+    });
+    const lookup = run(
+      path.join(bin, 'sh'),
+      ['-c', 'for t in cc c++ gcc g++ clang make python3 python node-gyp; do command -v "$t" && exit 1; done; for t in node npm npx sh; do command -v "$t"; done'],
+      { cwd: project, ...bare(), timeoutMs: 10_000 },
+    );
+    expect(lookup.stdout).toBe(['node', 'npm', 'npx', 'sh'].map((tool) => `${path.join(bin, tool)}\n`).join(''));
+
+    run(path.join(bin, 'npm'), ['install', '--no-audit', '--no-fund', '--loglevel=error', '@hermes/fs-policy'], { cwd: project, ...bare(), timeoutMs: 180_000 });
+    const lock = readJson(path.join(project, 'package-lock.json')) as { packages: Record<string, { version?: string; optional?: boolean }> };
+    expect(Object.keys(lock.packages).sort()).toEqual(['', 'node_modules/@hermes/fs-policy', `node_modules/${PLATFORM_PACKAGE}`]);
+    expect(lock.packages[`node_modules/${PLATFORM_PACKAGE}`]).toMatchObject({ version: VERSION, optional: true });
+    // The one native file in the tree is the prebuilt addon, as published: nothing was compiled.
+    const installed = walk(path.join(project, 'node_modules'));
+    expect(installed.filter((f) => f.endsWith('.node') || f.startsWith('@hermes/fs-policy/build/'))).toEqual([`${PLATFORM_PACKAGE}/fs-policy.node`]);
+    expect(fs.readFileSync(path.join(project, 'node_modules', PLATFORM_PACKAGE, 'fs-policy.node')).equals(fs.readFileSync(path.join(repo, 'packages', 'fs-policy-linux-x64-gnu', 'fs-policy.node')))).toBe(true);
+
+    fs.writeFileSync(path.join(project, 'smoke.mjs'), SMOKE);
+    const smoke = (label: string, extra: Record<string, string> = {}): SmokeReport => {
+      const out = run(path.join(bin, 'node'), ['smoke.mjs', path.join(work, `smoke-${label}`)], { cwd: project, ...bare(extra), timeoutMs: 60_000 });
+      expect(out.stderr, label).toBe('');
+      return JSON.parse(out.stdout) as SmokeReport;
+    };
+    const split = ({ anchor, logs, ...results }: SmokeReport): { anchor: SmokeReport['anchor']; logs: string[]; results: typeof results } => ({ anchor, logs, results });
+
+    const native = split(smoke('native'));
+    expect(native.anchor).toEqual(NATIVE_ANCHOR);
+    expect(native.logs).toEqual([]);
+    expect(native.results).toEqual(SMOKE_RESULTS);
+
+    const forced = split(smoke('forced-procfd', { HERMES_FS_ANCHOR: 'procfd' }));
+    expect(forced.anchor).toEqual({ mode: 'procfd', reason: 'HERMES_FS_ANCHOR=procfd', openat2: false });
+    expect(forced.logs).toEqual([]);
+    expect(forced.results).toEqual(SMOKE_RESULTS);
+
+    // What a user who skips optional dependencies has: fs-policy alone. One info line, then procfd.
+    fs.rmSync(path.join(project, 'node_modules', PLATFORM_PACKAGE), { recursive: true });
+    const without = split(smoke('without-addon'));
+    expect(without.anchor).toEqual({
+      mode: 'procfd',
+      reason: `${PLATFORM_PACKAGE} could not be loaded [MODULE_NOT_FOUND]: Cannot find module '${PLATFORM_PACKAGE}'`,
+      openat2: false,
+    });
+    expect(without.logs).toEqual(['info: native descriptor layer unavailable; resolving names through /proc/self/fd']);
+    expect(without.results).toEqual(SMOKE_RESULTS);
+    console.log(`anchor modes without a compiler: installed ${native.anchor.mode}; HERMES_FS_ANCHOR=procfd ${forced.anchor.mode}; platform package removed ${without.anchor.mode}`);
+  }, 600_000);
 
   it('the registry stops with the test', async () => {
     await stopRegistry();
