@@ -27,7 +27,7 @@ function* atomicWriteAtPlan(dir: HeldDirectory, ref: DirRef, name: string, data:
   const reached: Reached = { root, contained: true, stack: [root], dir: root, created: [], warnings: [], uid: currentUid() };
   try {
     const w = yield* writeEntryPlan(reached, name, data, options, durable, env, held, warnings, false);
-    return { path: w.real, requestedPath, bytes: data.length, mode: w.finalMode, createdFile: w.created, createdDirs: [], durable, warnings: w.warnings };
+    return { path: w.real, requestedPath, bytes: data.length, mode: w.finalMode, createdFile: w.created, createdDirs: [], durable, temp: w.temp, warnings: w.warnings };
   } finally {
     yield* held.release();
   }

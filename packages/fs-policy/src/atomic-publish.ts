@@ -1,19 +1,26 @@
 /**
- * The write protocol of an atomic write, once the target is resolved and checked: temp file, every byte, mode,
- * owner, fsync, then the publish — rename (replace), link (no-clobber), or an exclusive create where the
- * filesystem has no hard links — then the directory fsync, with a rollback when that fails. Every file this
- * protocol creates and cannot remove again is named: in the error (`leftovers`, and its message) and in a log
- * line.
+ * The write protocol of an atomic write, once the target is resolved and checked: a temp file with every byte,
+ * the mode, the owner and an fsync; then the publish — rename (replace), link (no-clobber), or an exclusive
+ * create where the filesystem has no hard links — then the directory fsync, with a rollback when that fails.
+ *
+ * Where the native layer is in force and the filesystem has unnamed files, the temp is made with `O_TMPFILE`
+ * (atomic-tmpfile.ts): it has no name until it is complete and fsynced, then it is linked to the target
+ * (no-clobber) or to a temp name that is renamed over the target. Elsewhere the temp is named from its creation
+ * on. What is checked is the same either way. Every file this protocol creates and cannot remove again is
+ * named: in the error (`leftovers`, and its message) and in a log line.
  */
 import type * as fs from 'node:fs';
 import * as path from 'node:path';
-import { currentGid, errnoCode, FsPolicyError, toPolicyError } from './errors.js';
+import { errnoCode, FsPolicyError, toPolicyError } from './errors.js';
 import type { HermesEnvironment } from './env.js';
+import { selfFd } from './internal/anchor.js';
 import { call, O, type Plan } from './internal/io.js';
 import { at, type DirRef, fsyncDir, lstatAt } from './internal/resolve.js';
 import { bestEffort, op } from './internal/steps.js';
 import { tempNameFor } from './internal/tempname.js';
 import { getLogger } from './logger.js';
+import { applyOwner, exclusivePublishPlan, removeIfMine, writeAll } from './atomic-file.js';
+import { endsTheWrite, type TempKind, tmpfileFlags } from './atomic-tmpfile.js';
 
 export type Durability = 'file' | 'file+dir';
 
@@ -43,11 +50,26 @@ export interface Commit {
 /** errno codes with which link(2) says the filesystem has no hard links (vfat, some FUSE filesystems). */
 const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP']);
 
-/** Runs the commit; returns the warnings. Any failure is thrown with the files it left behind named. */
-export function* commitPlan(c: Commit, warnings: string[]): Plan<string[]> {
+/** What a commit reports: its warnings, and how the temp was made. */
+export interface Committed {
+  readonly warnings: string[];
+  readonly temp: TempKind;
+}
+
+/** Runs the commit. Any failure is thrown with the files it left behind named. */
+export function* commitPlan(c: Commit, warnings: string[]): Plan<Committed> {
   const leftovers: string[] = [];
+  let temp: TempKind = 'named';
   try {
-    yield* commitSteps(c, warnings, leftovers);
+    const flags = tmpfileFlags();
+    const mark = warnings.length;
+    if (flags !== undefined && (yield* commitSteps(c, warnings, leftovers, flags))) {
+      temp = 'tmpfile';
+    } else {
+      // No unnamed temp here (or it could not be named): nothing was named; the named temp, from the start.
+      warnings.length = mark;
+      yield* commitSteps(c, warnings, leftovers, undefined);
+    }
   } catch (err) {
     throw withLeftovers(err, c.real, leftovers);
   }
@@ -56,7 +78,7 @@ export function* commitPlan(c: Commit, warnings: string[]): Plan<string[]> {
     warnings.push(`${c.real}: left behind: ${leftovers.join(', ')}`);
     getLogger().warn('atomic write left files behind', { path: c.real, leftovers, fix: removeFix(leftovers) });
   }
-  return warnings;
+  return { warnings, temp };
 }
 
 function removeFix(leftovers: readonly string[]): string {
@@ -89,46 +111,85 @@ function withLeftovers(err: unknown, real: string, leftovers: readonly string[])
   return out;
 }
 
-function* commitSteps(c: Commit, warnings: string[], leftovers: string[]): Plan<void> {
+/**
+ * One attempt of the protocol. `tmpfile`: the flags of an unnamed temp (`O_TMPFILE`), or undefined for a named
+ * one. Answers false, having named and changed nothing, when the unnamed temp could not be made or named (see
+ * endsTheWrite); the caller then runs the named protocol.
+ */
+function* commitSteps(c: Commit, warnings: string[], leftovers: string[], tmpfile: number | undefined): Plan<boolean> {
   const { dir, name, real, data } = c;
   const tmpName = tempNameFor(name, 'tmp');
   const tmp = path.join(dir.path, tmpName);
+  // The temp as messages name it: its path, or while it has none the directory it is made in.
+  const shown = tmpfile === undefined ? tmp : `an unnamed temp file in ${dir.path}`;
   let fd: number | undefined;
   // True while the temp name exists: it is removed on every failure (once committed, it no longer exists).
   let tmpExists = false;
   try {
     try {
-      fd = yield* call('open', real, 'open', at(dir, tmpName), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600);
+      fd =
+        tmpfile === undefined
+          ? yield* call('open', real, 'open', at(dir, tmpName), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW, 0o600)
+          : yield* call('open', real, 'open', selfFd(dir.fd, dir.path), tmpfile, 0o600);
     } catch (err) {
+      // The unnamed temp could not be made: the named protocol runs and answers (see endsTheWrite).
+      if (tmpfile !== undefined) return false;
       throw toPolicyError(err, 'open', real, `create the temp file ${tmp}`);
     }
-    tmpExists = true;
-    yield* writeAll(fd, real, tmp, data);
+    const file = fd;
+    tmpExists = tmpfile === undefined;
+    yield* writeAll(fd, real, shown, data);
     yield* op('fchmod', real, 'fchmod', fd, c.finalMode);
-    yield* applyOwner(fd, tmp, c.existing, c.ownership, c.env, c.uid, warnings);
+    yield* applyOwner(fd, shown, c.existing, c.ownership, c.env, c.uid, warnings);
     // The identity of the new version: a rollback touches the target only while it is still this inode.
-    let mine = c.durable === 'file+dir' ? yield* op('fsync', real, 'fstat', fd) : undefined;
+    // (Also for a no-clobber write with an unnamed temp: the target is this call's from the link on.)
+    let mine = c.durable === 'file+dir' || (tmpfile !== undefined && !c.overwrite) ? yield* op('fsync', real, 'fstat', fd) : undefined;
     yield* op('fsync', real, 'fsync', fd);
-    const closing = fd;
-    fd = undefined;
-    yield* op('close', real, 'close', closing);
+    if (tmpfile === undefined) {
+      const closing = fd;
+      fd = undefined;
+      yield* op('close', real, 'close', closing);
+    }
 
     // Commit point: the directory must still be inside the root (a descriptor follows it wherever it is moved).
     const before = yield* c.guard();
     if (before !== undefined) throw c.movedOutError(before);
 
+    if (tmpfile !== undefined) {
+      // The complete, fsynced file gets its first name: the target itself (no-clobber: an existing name is
+      // EEXIST, never replaced), or the temp name that is renamed over the target below.
+      const first = c.overwrite ? tmpName : name;
+      try {
+        yield* call('link', real, 'link', file, at(dir, first));
+      } catch (err) {
+        if (!endsTheWrite(err)) return false; // closed below, so gone: nothing was named
+        throw toPolicyError(err, 'link', real, c.overwrite ? `name the temp file ${tmp}` : `link ${real}`);
+      }
+      tmpExists = c.overwrite;
+      fd = undefined;
+      try {
+        yield* op('close', real, 'close', file);
+      } catch (err) {
+        // No-clobber: the target has been this file since the link; it goes again, as on any failure.
+        if (!c.overwrite) yield* removeIfMine(dir, name, real, mine, warnings, leftovers);
+        throw err;
+      }
+    }
+
     let backup: string | undefined;
     if (!c.overwrite) {
-      try {
-        yield* call('link', real, 'link', at(dir, tmpName), at(dir, name));
-      } catch (err) {
-        if (!NO_HARD_LINKS.has(errnoCode(err) ?? '')) throw toPolicyError(err, 'link', real, `link ${real}`);
-        // No hard links here: publish by an exclusive create of the final name instead (see exclusivePublish).
-        mine = yield* exclusivePublishPlan(c, warnings, leftovers);
-        warnings.push(`${real}: the filesystem has no hard links (link: ${errnoCode(err) ?? 'error'}); published by an exclusive create`);
+      if (tmpfile === undefined) {
+        try {
+          yield* call('link', real, 'link', at(dir, tmpName), at(dir, name));
+        } catch (err) {
+          if (!NO_HARD_LINKS.has(errnoCode(err) ?? '')) throw toPolicyError(err, 'link', real, `link ${real}`);
+          // No hard links here: publish by an exclusive create of the final name instead (see exclusivePublish).
+          mine = yield* exclusivePublishPlan(c, warnings, leftovers);
+          warnings.push(`${real}: the filesystem has no hard links (link: ${errnoCode(err) ?? 'error'}); published by an exclusive create`);
+        }
+        if (!(yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName)))) leftovers.push(tmp);
+        tmpExists = false;
       }
-      if (!(yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName)))) leftovers.push(tmp);
-      tmpExists = false;
     } else {
       if (c.existing !== undefined && c.durable === 'file+dir') {
         // A hard link to the old version lets a failed directory fsync roll the target back.
@@ -172,83 +233,11 @@ function* commitSteps(c: Commit, warnings: string[], leftovers: string[]): Plan<
     if (backup !== undefined && !(yield* bestEffort(warnings, 'unlink', path.join(dir.path, backup), 'unlink', at(dir, backup)))) {
       leftovers.push(path.join(dir.path, backup));
     }
+    return true;
   } finally {
-    if (fd !== undefined) yield* bestEffort(warnings, 'close', tmp, 'close', fd);
+    // An unnamed temp that is closed before it was named is gone: nothing to remove.
+    if (fd !== undefined) yield* bestEffort(warnings, 'close', shown, 'close', fd);
     if (tmpExists && !(yield* bestEffort(warnings, 'unlink', tmp, 'unlink', at(dir, tmpName)))) leftovers.push(tmp);
-  }
-}
-
-/** Writes every byte of `data` at the descriptor's position; a write that makes no progress is ESHORT_WRITE. */
-function* writeAll(fd: number, real: string, file: string, data: Uint8Array): Plan<void> {
-  let offset = 0;
-  while (offset < data.length) {
-    const n = yield* op('write', real, 'write', fd, data, offset, data.length - offset);
-    if (n <= 0) {
-      throw new FsPolicyError({
-        code: 'ESHORT_WRITE',
-        step: 'short-write',
-        path: real,
-        message: `short write to ${file} (for ${real}): ${String(offset)} of ${String(data.length)} bytes accepted`,
-      });
-    }
-    offset += n;
-  }
-}
-
-/**
- * No-clobber publish without hard links: the final name is created with O_CREAT|O_EXCL|O_NOFOLLOW through the
- * held directory (an existing file or link there is EEXIST, never followed), owner-only until complete; every
- * byte is written, the size checked on the descriptor, then the final mode and owner, then fsync.
- *
- * The trade-off against link(2): the final name exists before its content is complete. A reader can see a
- * short file meanwhile, and a crash can leave a partial file under the final name (it is owner-only until the
- * bytes are in and fsynced). A failure before the end removes the file again — only while the name still holds
- * the inode this call created — or names it in the error. Returns the new file's fstat.
- */
-function* exclusivePublishPlan(c: Commit, warnings: string[], leftovers: string[]): Plan<fs.Stats> {
-  const { dir, name, real, data } = c;
-  let fd: number;
-  try {
-    fd = yield* call('open', real, 'open', at(dir, name), O.WRONLY | O.CREAT | O.EXCL | O.NOFOLLOW | O.NONBLOCK, 0o600);
-  } catch (err) {
-    throw toPolicyError(err, 'link', real, `create ${real} (exclusive publish)`);
-  }
-  let created: fs.Stats | undefined;
-  let open = true;
-  try {
-    created = yield* op('open', real, 'fstat', fd);
-    yield* writeAll(fd, real, real, data);
-    const st = yield* op('write', real, 'fstat', fd);
-    if (st.size !== data.length) {
-      throw new FsPolicyError({
-        code: 'ESHORT_WRITE',
-        step: 'short-write',
-        path: real,
-        message: `${real} holds ${String(st.size)} bytes after writing ${String(data.length)} (exclusive publish)`,
-      });
-    }
-    yield* op('fchmod', real, 'fchmod', fd, c.finalMode);
-    yield* applyOwner(fd, real, undefined, c.ownership, c.env, c.uid, warnings);
-    yield* op('fsync', real, 'fsync', fd);
-    open = false;
-    yield* op('close', real, 'close', fd);
-    return st;
-  } catch (err) {
-    if (open) yield* bestEffort(warnings, 'close', real, 'close', fd);
-    // Remove the incomplete file, but only while the name still holds the inode this call created.
-    let now: fs.Stats | undefined;
-    let looked = true;
-    try {
-      now = yield* lstatAt(dir, name, real);
-    } catch {
-      looked = false; // cannot be looked at: not touched, named below
-    }
-    if (now !== undefined && now.dev === created?.dev && now.ino === created.ino) {
-      if (!(yield* bestEffort(warnings, 'unlink', real, 'unlink', at(dir, name)))) leftovers.push(real);
-    } else if (!looked || (created === undefined && now !== undefined)) {
-      leftovers.push(real); // possibly ours, but not provably: never removed blind
-    }
-    throw err;
   }
 }
 
@@ -313,39 +302,4 @@ function* rollbackPlan(
     committed,
     cause: err,
   });
-}
-
-/**
- * Ownership of the new version. As root, a replaced file's owner is kept — it was checked to be root, the
- * home's owner or HERMES_UID (verifyForReplace), so content is never chowned to anyone else; a new file takes
- * HERMES_UID/HERMES_GID where the kind says so (unmanaged only). Refusals are warnings, never hidden.
- */
-function* applyOwner(
-  fd: number,
-  tmp: string,
-  existing: fs.Stats | undefined,
-  ownership: boolean,
-  env: HermesEnvironment,
-  uid: number,
-  warnings: string[],
-): Plan<void> {
-  let wantUid = -1;
-  let wantGid = -1;
-  if (existing !== undefined) {
-    if (uid === 0 && (existing.uid !== uid || existing.gid !== currentGid())) {
-      // A no-op chown is skipped: it would cost an inode update that the fsync then has to commit.
-      wantUid = existing.uid;
-      wantGid = existing.gid;
-    } else if (uid === 0) {
-      return;
-    } else if (existing.uid !== uid) {
-      warnings.push(`${tmp}: the replaced file was owned by uid ${existing.uid}; the new version is owned by uid ${uid}`);
-    }
-  } else if (ownership && !env.managed.managed) {
-    wantUid = env.uid ?? -1;
-    wantGid = env.gid ?? -1;
-  }
-  if (wantUid === -1 && wantGid === -1) return;
-  const ok = yield* bestEffort(warnings, 'fchown', tmp, 'fchown', fd, wantUid, wantGid);
-  if (!ok) getLogger().warn('file owner not applied', { path: tmp, uid, wantUid, wantGid });
 }

@@ -12,6 +12,7 @@ import { checkRawPath, Held } from './internal/resolve.js';
 import { bestEffort, op } from './internal/steps.js';
 import { verifyForReplace } from './internal/verify.js';
 import { commitPlan, type Durability } from './atomic-publish.js';
+import type { TempKind } from './atomic-tmpfile.js';
 import { resolveTargetPlan } from './atomic-target.js';
 import { fileModeFor, getKind, type KindRef, selectFileMode } from './registry.js';
 
@@ -47,6 +48,12 @@ export interface WriteResult {
   /** Directories this call created. */
   readonly createdDirs: readonly string[];
   readonly durable: Durability;
+  /**
+   * How the new content was staged: `tmpfile` — in a file with no name (`O_TMPFILE`, with the native layer),
+   * named only once complete and fsynced; `named` — in a temp file named from its creation on (no native layer,
+   * or the unnamed temp could not be made or named here: a filesystem without it, say).
+   */
+  readonly temp: TempKind;
   readonly warnings: readonly string[];
 }
 
@@ -81,6 +88,7 @@ export function* atomicWritePlan(
       createdFile: w.created,
       createdDirs: reached.created,
       durable,
+      temp: w.temp,
       warnings: w.warnings,
     };
   } finally {
@@ -105,7 +113,7 @@ export function* writeEntryPlan(
   held: Held,
   warnings: string[],
   watchMoves: boolean,
-): Plan<{ real: string; finalMode: number; created: boolean; warnings: readonly string[] }> {
+): Plan<{ real: string; finalMode: number; created: boolean; temp: TempKind; warnings: readonly string[] }> {
   const kind = getKind(options.kind);
   const { dir, name, existing } = yield* resolveTargetPlan(reached, entry, held);
   const real = path.join(dir.path, name);
@@ -138,7 +146,7 @@ export function* writeEntryPlan(
     },
     warnings,
   );
-  return { real, finalMode, created: existing === undefined, warnings: result };
+  return { real, finalMode, created: existing === undefined, temp: result.temp, warnings: result.warnings };
 }
 
 // eslint-disable-next-line require-yield

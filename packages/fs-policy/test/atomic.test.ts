@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { modeOf } from '@hermes/test-utils';
 import { setFaultHook, type Req } from '../src/internal/io.js';
 import {
+  anchorInfo,
   atomicWrite,
   atomicWriteJson,
   atomicWriteJsonSync,
@@ -183,17 +184,22 @@ describe('fault injection at every step', () => {
 });
 
 describe('the temp file itself', () => {
-  it('a file already at the temp name is never opened or overwritten: EEXIST at open, the planted bytes intact', () => {
+  it('a file already at the temp name is never opened or overwritten: EEXIST where the name is made, the planted bytes intact', () => {
     const env = tempEnv();
     const dir = path.join(env.home, 'pending_messages');
     fs.mkdirSync(dir, { mode: 0o700 });
     const f = path.join(dir, 'p.json');
     fs.writeFileSync(f, 'ORIGINAL');
     let planted: string | undefined;
+    let step: string | undefined;
     setFaultHook((req) => {
-      if (planted === undefined && req.step === 'open' && req.op === 'open') {
-        // Someone (or a stale file) holds exactly the name this write picked, as the open is made.
-        planted = path.join(dir, path.basename(req.args[0] as string));
+      // The temp name is made by the exclusive open of the named temp, or by the link of the unnamed one (O_TMPFILE).
+      const made =
+        req.op === 'open' && ((req.args[1] as number) & fs.constants.O_CREAT) !== 0 ? req.args[0] : req.op === 'link' && typeof req.args[0] === 'number' ? req.args[1] : undefined;
+      if (planted === undefined && req.step === req.op && typeof made === 'string') {
+        // Someone (or a stale file) holds exactly the name this write picked, as the name is made.
+        planted = path.join(dir, path.basename(made));
+        step = req.step;
         fs.writeFileSync(planted, 'PLANTED');
       }
       return undefined;
@@ -206,7 +212,8 @@ describe('the temp file itself', () => {
     }
     setFaultHook(undefined);
     expect(planted).toMatch(/\/\.p\.json\.\d+-\d+\.[0-9a-f]{12}\.tmp$/);
-    expect(err).toMatchObject({ code: 'EEXIST', step: 'open' });
+    expect(step).toBe(anchorInfo().mode === 'native' ? 'link' : 'open');
+    expect(err).toMatchObject({ code: 'EEXIST', step });
     expect(fs.readFileSync(planted ?? '', 'utf8')).toBe('PLANTED');
     expect(fs.readFileSync(f, 'utf8')).toBe('ORIGINAL');
   });

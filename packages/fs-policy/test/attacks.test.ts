@@ -307,7 +307,8 @@ describeNeeds(['root', 'linux', 'unshare'], 'the sweep and a writer in another p
     const dir = path.join(home, 'pending_messages');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const target = path.join(dir, 'pending-1.json');
-    const writer = spawn('unshare', ['--pid', '--fork', '--kill-child', process.execPath, fixture('pause-at.mjs'), target, 'fsync', 'PAYLOAD'], {
+    // Paused at the rename: the temp has its name with the named temp and with the unnamed one (linked by then).
+    const writer = spawn('unshare', ['--pid', '--fork', '--kill-child', process.execPath, fixture('pause-at.mjs'), target, 'rename', 'PAYLOAD'], {
       env: { PATH: process.env.PATH, HERMES_HOME: home, HERMES_MANAGED: 'false' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { setFaultHook } from '../src/testing.js';
+import { setFaultHook, type Req } from '../src/testing.js';
 import {
   atomicWrite,
   atomicWriteSync,
@@ -25,6 +25,10 @@ afterEach(() => {
 });
 
 const errno = (code: string, n: number): Error => Object.assign(new Error(`${code}: injected`), { code, errno: n });
+
+/** The open of an unnamed temp (O_TMPFILE: `__O_TMPFILE` with O_DIRECTORY), made where the native layer is in force. */
+const O_TMPFILE = 0o20000000 | fs.constants.O_DIRECTORY;
+const isUnnamedOpen = (r: Req): boolean => r.op === 'open' && ((r.args[1] as number) & O_TMPFILE) === O_TMPFILE;
 
 /** Collects the log lines of the package. */
 function logLines(): { message: string; fields: Record<string, unknown> }[] {
@@ -92,6 +96,8 @@ describe('row 10: a failed atomic write whose cleanup also fails', () => {
     const file = path.join(dir, 's.json');
     fs.mkdirSync(dir, { mode: 0o700 });
     setFaultHook((r) => {
+      // A filesystem without unnamed files: the named temp (an unnamed one leaves nothing to name here).
+      if (isUnnamedOpen(r)) throw errno('EOPNOTSUPP', -95);
       if (r.op === 'write') throw errno('ENOSPC', -28);
       if (r.op === 'unlink') throw errno('EROFS', -30);
       return undefined;

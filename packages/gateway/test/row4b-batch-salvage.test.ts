@@ -17,7 +17,10 @@ async function killedInside(step: 'rename' | 'write'): Promise<{ home: string; t
   const root = tempDir();
   const home = path.join(root, 'home');
   fs.mkdirSync(spoolDir(home), { recursive: true, mode: 0o700 });
-  const child = spawnNode(fixture('row4b-batch-temp.mjs'), [step, path.join(root, 'scratch')], { umask: 0o022, env: { HERMES_HOME: home } });
+  // Only the named temp can be left incomplete: with fs-policy's native layer the temp has no name (O_TMPFILE)
+  // until it is complete and fsynced, so a writer killed at 'write' writes without it (HERMES_FS_ANCHOR=procfd).
+  const env = { HERMES_HOME: home, ...(step === 'write' ? { HERMES_FS_ANCHOR: 'procfd' } : {}) };
+  const child = spawnNode(fixture('row4b-batch-temp.mjs'), [step, path.join(root, 'scratch')], { umask: 0o022, env });
   const exited = new Promise<void>((resolve) => child.on('close', () => { resolve(); }));
   let err = '';
   child.stderr.on('data', (d: Buffer) => { err += d.toString(); });

@@ -26,7 +26,10 @@ interface Left {
 async function interrupted(step: 'rename' | 'write', n = 5, k = 2): Promise<Left> {
   const home = path.join(tempDir(), 'home');
   const dir = spoolDir(home);
-  const child = spawnNode(fixture('leave-temp.mjs'), [step, String(n), String(k)], { umask: 0o022, env: { HERMES_HOME: home } });
+  // Only the named temp can be left incomplete: with fs-policy's native layer the temp has no name (O_TMPFILE)
+  // until it is complete and fsynced, so a writer killed at 'write' writes without it (HERMES_FS_ANCHOR=procfd).
+  const env = { HERMES_HOME: home, ...(step === 'write' ? { HERMES_FS_ANCHOR: 'procfd' } : {}) };
+  const child = spawnNode(fixture('leave-temp.mjs'), [step, String(n), String(k)], { umask: 0o022, env });
   const exited = new Promise<void>((resolve) => child.on('close', () => { resolve(); }));
   const target = await new Promise<string>((resolve, reject) => {
     let out = '';

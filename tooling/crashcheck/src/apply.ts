@@ -24,6 +24,11 @@ export function applyMeta(t: Tree, op: MetaOp): void {
       dirOf(t, op.parent)?.entries.set(op.name, op.ino);
       return;
     }
+    case 'tmpfile': {
+      // An inode and no entry: nothing reaches it until a link names it.
+      t.nodes.set(op.ino, { kind: 'file', mode: op.mode, data: Buffer.alloc(0) });
+      return;
+    }
     case 'truncate': {
       const n = t.nodes.get(op.ino);
       if (n?.kind !== 'file') return;

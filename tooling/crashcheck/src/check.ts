@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { setFaultHook } from '@hermes/fs-policy/testing';
 import { crashStates, type CrashState, DEFAULT_LIMITS, type Limits, type ModelName } from './model.js';
-import { describeOp } from './ops.js';
+import { describeOp, unnamedName } from './ops.js';
 import { Recorder, type Recording } from './recorder.js';
 import type { Scenario } from './scenario.js';
 import { describe, digest, entries, materialize } from './tree.js';
@@ -62,6 +62,8 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
       ...(scenario.exclude === undefined ? {} : { exclude: scenario.exclude }),
       ...(mutation?.drop === undefined ? {} : { drop: mutation.drop }),
       ...(mutation?.rewrite === undefined ? {} : { rewrite: mutation.rewrite }),
+      ...(mutation?.defer === undefined ? {} : { defer: mutation.defer }),
+      tmpfile: scenario.tmpfile === true,
     });
     setFaultHook(rec.hook);
     let runError: unknown;
@@ -75,7 +77,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions): Prom
     const recording = rec.finish();
     const problems = [...recording.problems];
     if (runError !== undefined) problems.unshift(`the protocol failed while recorded: ${runError instanceof Error ? runError.message : JSON.stringify(runError)}`);
-    if ((mutation?.drop !== undefined || mutation?.rewrite !== undefined) && rec.dropped === 0) problems.push(`mutation ${mutation.name} changed nothing: it no longer matches the protocol`);
+    if ((mutation?.drop !== undefined || mutation?.rewrite !== undefined || mutation?.defer !== undefined) && rec.dropped === 0) problems.push(`mutation ${mutation.name} changed nothing: it no longer matches the protocol`);
     const results: CheckResult[] = [];
     for (const model of options.models) {
       const base = {
@@ -156,6 +158,8 @@ export function describeLog(rec: Recording, cut: number, lost: ReadonlySet<numbe
     const via = sys === undefined ? '' : `   [${sys.step}: ${sys.op}(${sys.args}) = ${sys.result}]`;
     lines.push(`${lost.has(i) ? 'x' : ' '} #${String(i).padStart(2, '0')} ${describeOp(op, nameOf)}${via}`);
     if (op.kind === 'mkdir' || op.kind === 'create') names.set(op.ino, at(op.parent, op.name));
+    else if (op.kind === 'tmpfile') names.set(op.ino, unnamedName(nameOf(op.dir)));
+    else if (op.kind === 'link' && nameOf(op.ino).startsWith('<unnamed ')) names.set(op.ino, at(op.parent, op.name));
     else if (op.kind === 'rename') names.set(op.ino, at(op.toParent, op.toName));
   });
   return lines;

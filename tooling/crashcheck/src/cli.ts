@@ -9,6 +9,7 @@ import { setLogger, silentLogger } from '@hermes/fs-policy';
 import { type CheckResult, describeLog, explain, runScenario } from './check.js';
 import { DEFAULT_LIMITS, type ModelName } from './model.js';
 import { allScenarios } from './scenarios/index.js';
+import { tmpfileUnavailable } from './scenarios/tmpfile.js';
 
 interface Args {
   models: ModelName[];
@@ -24,7 +25,7 @@ const USAGE = `usage: crashcheck [--model ext4|posix|all] [--only <text>]... [--
   --model    the persistence model (default ext4: Linux ext4, data=ordered); posix: only what POSIX and fsync(2) promise
   --only     check only the protocols whose name contains <text> (repeatable)
   --mutate   run a deliberately broken protocol (the checker's own tests): no-file-fsync, no-dir-fsync,
-             unlink-before-commit, chmod-widens
+             link-before-fsync, unlink-before-commit, chmod-widens
   --json     one JSON document instead of the table
   --log      also print each protocol's recorded operations
   --keep     keep the scratch directories`;
@@ -121,7 +122,8 @@ async function main(): Promise<number> {
     scenarios = scenarios.filter((s) => s.mutations?.some((m) => m.name === name) === true);
   }
   if (scenarios.length === 0) {
-    process.stderr.write('crashcheck: no protocol matches\n');
+    const noTmpfile = tmpfileUnavailable();
+    process.stderr.write(`crashcheck: no protocol matches${noTmpfile === undefined ? '' : ` (the O_TMPFILE protocols are left out: ${noTmpfile})`}\n`);
     return 2;
   }
   const results: CheckResult[] = [];
@@ -157,6 +159,8 @@ async function main(): Promise<number> {
   } else {
     for (const l of table(results)) process.stdout.write(`${l}\n`);
     const total = results.reduce((n, r) => n + r.states, 0);
+    const noTmpfile = tmpfileUnavailable();
+    if (noTmpfile !== undefined) process.stdout.write(`\nthe O_TMPFILE protocols of atomicWrite are not checked: ${noTmpfile}\n`);
     process.stdout.write(
       `\n${String(results.length)} checks, ${String(total)} crash states explored, ${String(violations)} violation(s), ${String(errors.length)} error(s) in ${seconds.toFixed(1)} s` +
         `${args.mutation === undefined ? '' : ` (mutation ${args.mutation})`}\n`,

@@ -51,6 +51,8 @@ function touches(op: ModelOp): number[] {
     case 'mkdir':
     case 'create':
       return [op.parent, op.ino];
+    case 'tmpfile':
+      return [op.ino];
     case 'link':
     case 'unlink':
       return [op.parent, op.ino];
@@ -121,7 +123,7 @@ class Log {
       deps.push(d);
       const p = produces(op);
       if (p !== undefined) producer.set(`${String(p.parent)}/${p.name}/${String(p.ino)}`, i);
-      if (op.kind === 'create' || op.kind === 'mkdir') created.set(op.ino, i);
+      if (op.kind === 'create' || op.kind === 'mkdir' || op.kind === 'tmpfile') created.set(op.ino, i);
       if (op.kind === 'db-commit') this.commits.set(op.id, op);
     });
     this.deps = deps;
@@ -230,7 +232,7 @@ function filePlans(rec: Recording, log: Log, cut: number, persisted: Set<number>
   const byIno = new Map<number, number[]>();
   for (let i = 0; i < cut; i++) {
     const op = ops[i];
-    if (op?.kind === 'write' || op?.kind === 'truncate' || op?.kind === 'create' || op?.kind === 'fsync') {
+    if (op?.kind === 'write' || op?.kind === 'truncate' || op?.kind === 'create' || op?.kind === 'tmpfile' || op?.kind === 'fsync') {
       const list = byIno.get(op.ino) ?? [];
       list.push(i);
       byIno.set(op.ino, list);
@@ -248,7 +250,7 @@ function filePlans(rec: Recording, log: Log, cut: number, persisted: Set<number>
     let created = false;
     for (const i of idx) {
       const op = ops[i];
-      if (op?.kind === 'create') {
+      if (op?.kind === 'create' || op?.kind === 'tmpfile') {
         created = true;
         if (!persisted.has(i)) break;
         start = i;
@@ -268,7 +270,7 @@ function filePlans(rec: Recording, log: Log, cut: number, persisted: Set<number>
         volatile = next;
       }
     }
-    const createOp = idx.find((i) => ops[i]?.kind === 'create');
+    const createOp = idx.find((i) => ops[i]?.kind === 'create' || ops[i]?.kind === 'tmpfile');
     if (created && (createOp === undefined || !persisted.has(createOp))) continue; // never reachable
     // The appended stream: writes after the base, up to the first unpersisted size change.
     const writes: { index: number; op: WriteOp }[] = [];

@@ -40,6 +40,17 @@ export interface CreateOp extends Base {
   readonly mode: number;
 }
 
+/**
+ * A new, empty regular file with no directory entry (open with O_TMPFILE in the directory `dir`): it holds data
+ * but no name reaches it until a `link` names it; a crash before that persists nothing a reboot could find.
+ */
+export interface TmpfileOp extends Base {
+  readonly kind: 'tmpfile';
+  readonly dir: number;
+  readonly ino: number;
+  readonly mode: number;
+}
+
 /** Bytes written at `offset` (always the end of the file: the model refuses in-place overwrites). */
 export interface WriteOp extends Base {
   readonly kind: 'write';
@@ -119,13 +130,14 @@ export interface MarkOp extends Base {
   readonly data: unknown;
 }
 
-export type MetaOp = MkdirOp | CreateOp | TruncateOp | ChmodOp | LinkOp | RenameOp | UnlinkOp;
+export type MetaOp = MkdirOp | CreateOp | TmpfileOp | TruncateOp | ChmodOp | LinkOp | RenameOp | UnlinkOp;
 export type ModelOp = MetaOp | WriteOp | FsyncOp | DbBeginOp | DbCommitOp | DbCheckpointOp | MarkOp;
 
 export function isMeta(op: ModelOp): op is MetaOp {
   return (
     op.kind === 'mkdir' ||
     op.kind === 'create' ||
+    op.kind === 'tmpfile' ||
     op.kind === 'truncate' ||
     op.kind === 'chmod' ||
     op.kind === 'link' ||
@@ -137,6 +149,11 @@ export function isMeta(op: ModelOp): op is MetaOp {
 /** True for the operations that change a directory's entries (the ones a directory fsync makes durable). */
 export function isEntryOp(op: ModelOp): op is MkdirOp | CreateOp | LinkOp | RenameOp | UnlinkOp {
   return op.kind === 'mkdir' || op.kind === 'create' || op.kind === 'link' || op.kind === 'rename' || op.kind === 'unlink';
+}
+
+/** How reports name the inode of a `tmpfile` operation until a link names it. */
+export function unnamedName(dir: string): string {
+  return `<unnamed file in ${dir}>`;
 }
 
 /** The directories whose entries an operation changes. */
@@ -162,6 +179,8 @@ export function describeOp(op: ModelOp, nameOf: (ino: number) => string): string
       return `mkdir ${at(op.parent, op.name)} (mode ${op.mode.toString(8)})`;
     case 'create':
       return `create ${at(op.parent, op.name)} (mode ${op.mode.toString(8)})`;
+    case 'tmpfile':
+      return `create ${unnamedName(nameOf(op.dir))} (O_TMPFILE, mode ${op.mode.toString(8)})`;
     case 'write':
       return `write ${String(op.data.length)} bytes at ${String(op.offset)} to ${nameOf(op.ino)}`;
     case 'truncate':

@@ -8,43 +8,14 @@
  * `/proc/self/fd/<fd>/<name>` are mapped back by `stat`ing the held directory; descriptors are mapped to
  * their inodes (`fstat`) and paths (`readlink /proc/self/fd/<fd>`) when they are opened.
  */
-import * as fs from 'node:fs';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+import type * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Req } from '@hermes/fs-policy/testing';
 import { applyMeta, applyWrite } from './apply.js';
-import { type MetaOp, type ModelOp, type Syscall, type WriteOp } from './ops.js';
+import { interposeFs } from './interpose.js';
+import { C, callFs, errCode, O_PATH, O_TMPFILE, octal, printable, R } from './real-fs.js';
+import { type MetaOp, type ModelOp, type Syscall, unnamedName, type WriteOp } from './ops.js';
 import { cloneTree, differences, entries, snapshot, type Exclude, type Tree } from './tree.js';
-
-/** The real functions, taken before any interposition (the recorder itself must never be recorded). */
-const R = {
-  lstatSync: fs.lstatSync,
-  statSync: fs.statSync,
-  fstatSync: fs.fstatSync,
-  openSync: fs.openSync,
-  closeSync: fs.closeSync,
-  writeSync: fs.writeSync,
-  readSync: fs.readSync,
-  fsyncSync: fs.fsyncSync,
-  fdatasyncSync: fs.fdatasyncSync,
-  ftruncateSync: fs.ftruncateSync,
-  fchmodSync: fs.fchmodSync,
-  chmodSync: fs.chmodSync,
-  fchownSync: fs.fchownSync,
-  chownSync: fs.chownSync,
-  linkSync: fs.linkSync,
-  renameSync: fs.renameSync,
-  unlinkSync: fs.unlinkSync,
-  rmdirSync: fs.rmdirSync,
-  mkdirSync: fs.mkdirSync,
-  readlinkSync: fs.readlinkSync,
-  realpathSync: fs.realpathSync,
-  readdirSync: fs.readdirSync,
-  writeFileSync: fs.writeFileSync,
-};
-
-const C = fs.constants;
-const O_PATH = 0o10000000;
 
 interface Fd {
   readonly ino: number;
@@ -70,48 +41,6 @@ export interface Recording {
   readonly problems: readonly string[];
 }
 
-function octal(n: unknown): string {
-  return typeof n === 'number' ? `0o${n.toString(8)}` : String(n);
-}
-
-function printable(args: readonly unknown[]): string {
-  return args
-    .map((a) => {
-      if (a instanceof Uint8Array) return `<${String(a.length)} bytes>`;
-      if (typeof a === 'string') return JSON.stringify(a);
-      if (typeof a === 'number') return String(a);
-      return String(a);
-    })
-    .join(', ');
-}
-
-function errCode(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : err instanceof Error ? err.message : String(err);
-}
-
-/** fs.openSync's string flags, as numbers (the ones a protocol may use). */
-function numericFlags(flags: fs.OpenMode | undefined): number {
-  if (flags === undefined) return C.O_RDONLY;
-  if (typeof flags === 'number') return flags;
-  const table: Record<string, number> = {
-    r: C.O_RDONLY,
-    rs: C.O_RDONLY | C.O_SYNC,
-    'r+': C.O_RDWR,
-    w: C.O_TRUNC | C.O_CREAT | C.O_WRONLY,
-    wx: C.O_TRUNC | C.O_CREAT | C.O_WRONLY | C.O_EXCL,
-    'w+': C.O_TRUNC | C.O_CREAT | C.O_RDWR,
-    'wx+': C.O_TRUNC | C.O_CREAT | C.O_RDWR | C.O_EXCL,
-    a: C.O_APPEND | C.O_CREAT | C.O_WRONLY,
-    ax: C.O_APPEND | C.O_CREAT | C.O_WRONLY | C.O_EXCL,
-    'a+': C.O_APPEND | C.O_CREAT | C.O_RDWR,
-    'ax+': C.O_APPEND | C.O_CREAT | C.O_RDWR | C.O_EXCL,
-  };
-  const n = table[flags];
-  if (n === undefined) throw new Error(`crashcheck: open flags ${JSON.stringify(flags)} are not modelled`);
-  return n;
-}
-
 export interface RecorderOptions {
   /** Paths (relative to the root) that are not part of the model (e.g. the SQLite files). */
   readonly exclude?: Exclude;
@@ -119,6 +48,17 @@ export interface RecorderOptions {
   readonly drop?: (req: Req) => boolean;
   /** Mutation testing: requests are changed before they are performed. */
   readonly rewrite?: (req: Req) => Req;
+  /**
+   * Mutation testing: requests for which `hold` returns true are held back (answered `undefined`, not yet
+   * performed) and performed, in order, right after the first later request for which `until` returns true.
+   */
+  readonly defer?: { readonly hold: (req: Req) => boolean; readonly until: (req: Req) => boolean };
+  /**
+   * Let `open(O_TMPFILE)` run (the protocol with an unnamed temp file, which needs fs-policy's native layer to be
+   * named). Otherwise the recorder answers it EOPNOTSUPP, as a filesystem without unnamed files does, and the
+   * protocol records its named temp file.
+   */
+  readonly tmpfile?: boolean;
 }
 
 export class Recorder {
@@ -128,6 +68,9 @@ export class Recorder {
   readonly #exclude: Exclude;
   readonly #drop: ((req: Req) => boolean) | undefined;
   readonly #rewrite: ((req: Req) => Req) | undefined;
+  readonly #defer: RecorderOptions['defer'];
+  readonly #held: Req[] = [];
+  readonly #tmpfile: boolean;
   readonly #syscalls: Syscall[] = [];
   readonly #ops: ModelOp[] = [];
   readonly #problems: string[] = [];
@@ -136,10 +79,12 @@ export class Recorder {
   #dropped = 0;
 
   constructor(root: string, options: RecorderOptions = {}) {
-    this.root = fs.realpathSync(root);
+    this.root = R.realpathSync(root);
     this.#exclude = options.exclude ?? (() => false);
     this.#drop = options.drop;
     this.#rewrite = options.rewrite;
+    this.#defer = options.defer;
+    this.#tmpfile = options.tmpfile === true;
     this.#initial = snapshot(this.root, this.#exclude);
     this.#live = cloneTree(this.#initial);
     this.#names.set(this.#initial.root, '.');
@@ -171,8 +116,12 @@ export class Recorder {
     this.#ops.push({ kind: 'db-commit', id, payload, sys: -1 });
   }
 
-  /** The fault-port hook: performs the request itself and returns its result (see @hermes/fs-policy/testing). */
-  readonly hook = (request: Req): { result: unknown } => {
+  /**
+   * The fault-port hook: performs the request itself and returns its result (see @hermes/fs-policy/testing). A
+   * link of an open file (its descriptor: an O_TMPFILE file) is made by the port (`perform`: the native layer),
+   * which alone can name an open file.
+   */
+  readonly hook = (request: Req, perform?: () => unknown): { result: unknown } => {
     const req = this.#rewrite?.(request) ?? request;
     if (req !== request) this.#dropped++;
     if (this.#drop?.(req) === true) {
@@ -180,76 +129,29 @@ export class Recorder {
       this.#log(req.op, req.step, req.path, `DROPPED: ${printable(req.args)}`, 'not performed (mutation)');
       return { result: undefined };
     }
-    return { result: this.#perform(req.op, req.step, req.path, req.args) };
+    if (this.#defer?.hold(req) === true) {
+      this.#dropped++;
+      this.#held.push(req);
+      this.#log(req.op, req.step, req.path, `HELD BACK: ${printable(req.args)}`, 'performed later (mutation)');
+      return { result: undefined };
+    }
+    if (!this.#tmpfile && req.op === 'open' && ((req.args[1] as number) & O_TMPFILE) === O_TMPFILE) {
+      this.#log(req.op, req.step, req.path, `${JSON.stringify(req.args[0])}, flags ${octal(req.args[1])}`, 'error EOPNOTSUPP (no unnamed files: the named temp is recorded)');
+      throw Object.assign(new Error('EOPNOTSUPP: operation not supported (crashcheck records the named temp)'), { code: 'EOPNOTSUPP', errno: -95 });
+    }
+    const result = this.#perform(req.op, req.step, req.path, req.args, perform);
+    if (this.#held.length > 0 && this.#defer?.until(req) === true) {
+      for (const h of this.#held.splice(0)) this.#perform(h.op, h.step, h.path, h.args);
+    }
+    return { result };
   };
 
   /** Interposes on node:fs's synchronous functions until the returned function is called. */
   interposeFs(): () => void {
-    const require = createRequire(import.meta.url);
-    const cjs = require('node:fs') as Record<string, unknown>;
-    const saved = new Map<string, unknown>();
-    const wrap = (name: string, fn: (...a: unknown[]) => unknown): void => {
-      saved.set(name, cjs[name]);
-      cjs[name] = fn;
-    };
-    const p = (a: unknown): string => (typeof a === 'string' ? a : a instanceof URL ? a.pathname : String(a));
-    wrap('openSync', (file, flags, mode) => this.#perform('open', 'fs', p(file), [p(file), numericFlags(flags as fs.OpenMode | undefined), (mode) ?? 0o666]));
-    wrap('closeSync', (fd) => this.#perform('close', 'fs', this.#fdPath(fd as number), [fd]));
-    wrap('writeSync', (fd, buffer, a, b, position) => {
-      const f = fd as number;
-      let bytes: Uint8Array;
-      let pos: unknown;
-      if (typeof buffer === 'string') {
-        bytes = Buffer.from(buffer, typeof b === 'string' ? (b as BufferEncoding) : 'utf8');
-        pos = a;
-      } else {
-        const buf = buffer as Uint8Array;
-        const offset = typeof a === 'number' ? a : 0;
-        const length = typeof b === 'number' ? b : buf.length - offset;
-        bytes = buf.subarray(offset, offset + length);
-        pos = position;
-      }
-      if (pos !== undefined && pos !== null) throw new Error('crashcheck: positional writeSync is not modelled');
-      return this.#perform('write', 'fs', this.#fdPath(f), [f, bytes, 0, bytes.length]);
-    });
-    wrap('fsyncSync', (fd) => this.#perform('fsync', 'fs', this.#fdPath(fd as number), [fd]));
-    wrap('fdatasyncSync', (fd) => this.#perform('fsync', 'fs', this.#fdPath(fd as number), [fd]));
-    wrap('ftruncateSync', (fd, len) => this.#perform('ftruncate', 'fs', this.#fdPath(fd as number), [fd, (len) ?? 0]));
-    wrap('fchmodSync', (fd, mode) => this.#perform('fchmod', 'fs', this.#fdPath(fd as number), [fd, mode]));
-    wrap('chmodSync', (file, mode) => this.#perform('chmod', 'fs', p(file), [p(file), mode]));
-    wrap('fchownSync', (fd, uid, gid) => this.#perform('fchown', 'fs', this.#fdPath(fd as number), [fd, uid, gid]));
-    wrap('linkSync', (a, b) => this.#perform('link', 'fs', p(b), [p(a), p(b)]));
-    wrap('renameSync', (a, b) => this.#perform('rename', 'fs', p(b), [p(a), p(b)]));
-    wrap('unlinkSync', (file) => this.#perform('unlink', 'fs', p(file), [p(file)]));
-    wrap('mkdirSync', (file, options) => {
-      const o = options as fs.MakeDirectoryOptions | number | undefined;
-      if (typeof o === 'object' && o.recursive === true) throw new Error('crashcheck: recursive mkdirSync is not modelled');
-      const mode = typeof o === 'number' ? o : (o?.mode as number | undefined) ?? 0o777;
-      return this.#perform('mkdir', 'fs', p(file), [p(file), mode]);
-    });
-    wrap('writeFileSync', (file, data, options) => {
-      if (typeof file === 'number') throw new Error('crashcheck: writeFileSync on a descriptor is not modelled');
-      const o: { encoding?: string | null; flag?: string; mode?: fs.Mode } =
-        typeof options === 'string' ? { encoding: options } : ((options ?? {}));
-      const bytes = typeof data === 'string' ? Buffer.from(data, (o.encoding ?? 'utf8') as BufferEncoding) : (data as Uint8Array);
-      const fd = this.#perform('open', 'fs', p(file), [p(file), numericFlags(o.flag ?? 'w'), (o.mode) ?? 0o666]) as number;
-      try {
-        let off = 0;
-        while (off < bytes.length) off += this.#perform('write', 'fs', p(file), [fd, bytes, off, bytes.length - off]) as number;
-      } finally {
-        this.#perform('close', 'fs', p(file), [fd]);
-      }
-    });
-    for (const name of ['rmSync', 'rmdirSync', 'appendFileSync', 'copyFileSync', 'cpSync', 'truncateSync', 'symlinkSync', 'lchmodSync']) {
-      wrap(name, () => {
-        throw new Error(`crashcheck: node:fs ${name} is not modelled; the recording cannot account for it`);
-      });
-    }
-    syncBuiltinESMExports();
-    return () => {
-      for (const [name, fn] of saved) cjs[name] = fn;
-      syncBuiltinESMExports();
-    };
+    return interposeFs(
+      (op, step, p, args) => this.#perform(op, step, p, args),
+      (fd) => this.#fdPath(fd),
+    );
   }
 
   /** Ends the recording: the real tree now must be the model replayed in full, or the recording missed something. */
@@ -257,6 +159,7 @@ export class Recorder {
     const final = snapshot(this.root, this.#exclude);
     const diff = differences(this.#live, final);
     const problems = [...this.#problems];
+    if (this.#held.length > 0) problems.push(`${String(this.#held.length)} held-back request(s) were never performed (the mutation's release point never came)`);
     if (diff.length > 0) problems.push(`the replayed model differs from the tree on disk (an operation was not recorded): ${diff.join('; ')}`);
     return { root: this.root, initial: this.#initial, final, syscalls: this.#syscalls, ops: this.#ops, names: this.#names, problems };
   }
@@ -291,6 +194,8 @@ export class Recorder {
       return base === '.' ? name : `${base}/${name}`;
     };
     if (op.kind === 'mkdir' || op.kind === 'create') this.#names.set(op.ino, at(op.parent, op.name));
+    else if (op.kind === 'tmpfile') this.#names.set(op.ino, unnamedName(this.#names.get(op.dir) ?? `<dir ${String(op.dir)}>`));
+    else if (op.kind === 'link' && this.#names.get(op.ino)?.startsWith('<unnamed ') === true) this.#names.set(op.ino, at(op.parent, op.name));
     else if (op.kind === 'rename') this.#names.set(op.ino, at(op.toParent, op.toName));
   }
 
@@ -321,15 +226,19 @@ export class Recorder {
   }
 
   /** Performs one syscall for real, logs it, and turns it into model operations. */
-  #perform(op: string, step: string, p: string, args: readonly unknown[]): unknown {
+  #perform(op: string, step: string, p: string, args: readonly unknown[], perform?: () => unknown): unknown {
     const a = args;
+    // A link whose source is a descriptor names the open file it holds (an O_TMPFILE file).
+    const linkedFd = op === 'link' && typeof a[0] === 'number' ? a[0] : undefined;
     // What must be seen before the call (what a name refers to before it is replaced or removed).
     let pre: { parent?: number | undefined; ino?: number | undefined; replaced?: number | undefined; fromParent?: number | undefined } = {};
     if (op === 'open') {
       const flags = a[1] as number;
       if ((flags & C.O_CREAT) !== 0) pre = { parent: this.#parentIno(a[0] as string), ino: this.#lstat(a[0] as string)?.ino };
     } else if (op === 'link') {
-      pre = { ino: this.#lstat(a[0] as string)?.ino, parent: this.#parentIno(a[1] as string) };
+      // The source of a link of an open file is the file its descriptor holds, not the /proc link itself.
+      const ino = linkedFd === undefined ? this.#lstat(a[0] as string)?.ino : this.#fds.get(linkedFd)?.ino;
+      pre = { ino, parent: this.#parentIno(a[1] as string) };
     } else if (op === 'rename') {
       pre = {
         ino: this.#lstat(a[0] as string)?.ino,
@@ -351,7 +260,12 @@ export class Recorder {
     let result: unknown;
     const argText = op === 'open' ? `${JSON.stringify(a[0])}, flags ${octal(a[1])}, mode ${octal(a[2])}` : op === 'fchmod' || op === 'chmod' ? `${printable(a.slice(0, 1))}, ${octal(a[1])}` : printable(a);
     try {
-      result = this.#call(op, a);
+      if (linkedFd !== undefined) {
+        if (perform === undefined) throw new Error(`crashcheck: a link of an open file (fd ${String(linkedFd)}) is made by the port, which did not offer it`);
+        result = perform();
+      } else {
+        result = callFs(op, a);
+      }
     } catch (err) {
       this.#log(op, step, p, argText, `error ${errCode(err)}`);
       throw err;
@@ -371,7 +285,12 @@ export class Recorder {
         }
         this.#fds.set(fd, { ino: st.ino, dir: st.isDirectory(), append: (flags & C.O_APPEND) !== 0, path: real, pos: 0 });
         if ((flags & O_PATH) === O_PATH) break;
-        if ((flags & C.O_CREAT) !== 0 && pre.ino === undefined) {
+        if ((flags & O_TMPFILE) === O_TMPFILE) {
+          // A file with no name in the directory the path reaches: data without an entry, until a link.
+          const dir = R.statSync(a[0] as string).ino;
+          if (this.#inside(dir)) this.#emit({ kind: 'tmpfile', dir, ino: st.ino, mode: st.mode & 0o7777, sys });
+          else this.#outside(`O_TMPFILE file in ${real}`);
+        } else if ((flags & C.O_CREAT) !== 0 && pre.ino === undefined) {
           if (pre.parent !== undefined && this.#inside(pre.parent)) {
             this.#emit({ kind: 'create', parent: pre.parent, name: path.basename(a[0] as string), ino: st.ino, mode: st.mode & 0o7777, sys });
           } else {
@@ -468,61 +387,5 @@ export class Recorder {
         break;
     }
     return result;
-  }
-
-  /** The syscall itself, as fs-policy's synchronous driver makes it. */
-  #call(op: string, a: readonly unknown[]): unknown {
-    switch (op) {
-      case 'lstat':
-        return R.lstatSync(a[0] as string);
-      case 'stat':
-        return R.statSync(a[0] as string);
-      case 'mkdir':
-        R.mkdirSync(a[0] as string, { mode: a[1] as number });
-        return undefined;
-      case 'open':
-        return R.openSync(a[0] as string, a[1] as number, a[2] as number);
-      case 'write':
-        return R.writeSync(a[0] as number, a[1] as Uint8Array, a[2] as number, a[3] as number);
-      case 'fchmod':
-        R.fchmodSync(a[0] as number, a[1] as number);
-        return undefined;
-      case 'fchown':
-        R.fchownSync(a[0] as number, a[1] as number, a[2] as number);
-        return undefined;
-      case 'chmod':
-        R.chmodSync(a[0] as string, a[1] as number);
-        return undefined;
-      case 'read':
-        return R.readSync(a[0] as number, a[1] as Uint8Array, a[2] as number, a[3] as number, a[4] as number | null);
-      case 'fstat':
-        return R.fstatSync(a[0] as number);
-      case 'fsync':
-        R.fsyncSync(a[0] as number);
-        return undefined;
-      case 'ftruncate':
-        R.ftruncateSync(a[0] as number, a[1] as number);
-        return undefined;
-      case 'close':
-        R.closeSync(a[0] as number);
-        return undefined;
-      case 'link':
-        R.linkSync(a[0] as string, a[1] as string);
-        return undefined;
-      case 'rename':
-        R.renameSync(a[0] as string, a[1] as string);
-        return undefined;
-      case 'unlink':
-        R.unlinkSync(a[0] as string);
-        return undefined;
-      case 'readlink':
-        return R.readlinkSync(a[0] as string);
-      case 'realpath':
-        return R.realpathSync(a[0] as string);
-      case 'readdir':
-        return R.readdirSync(a[0] as string, { withFileTypes: true });
-      default:
-        throw new Error(`crashcheck: the port asked for ${op}, which the recorder does not know`);
-    }
   }
 }

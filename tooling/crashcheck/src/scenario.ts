@@ -21,6 +21,8 @@ export interface Mutation {
   readonly drop?: (req: Req) => boolean;
   /** Requests to change at the fault port before they are performed (and recorded as changed). */
   readonly rewrite?: (req: Req) => Req;
+  /** Requests to hold back at the fault port (`hold`) and perform right after the first later `until` request. */
+  readonly defer?: { readonly hold: (req: Req) => boolean; readonly until: (req: Req) => boolean };
 }
 
 export interface Scenario {
@@ -29,6 +31,11 @@ export interface Scenario {
   readonly form: 'sync' | 'async';
   /** The promise checked on every state, in one line (for the report). */
   readonly promise: string;
+  /**
+   * Records the protocol with fs-policy's unnamed temp file (`O_TMPFILE`, native layer). Otherwise the recorder
+   * answers `open(O_TMPFILE)` with EOPNOTSUPP, as a filesystem without unnamed files does: the named temp.
+   */
+  readonly tmpfile?: boolean;
   /** Paths relative to the root that belong to another component (SQLite's files). */
   readonly exclude?: (rel: string) => boolean;
   /** Builds the initial tree under `root` (empty on entry). */

@@ -26,7 +26,11 @@ export interface Ops {
   fsync: (fd: number) => void;
   ftruncate: (fd: number, length: number) => void;
   close: (fd: number) => void;
-  link: (existing: string, created: string) => void;
+  /**
+   * `existing`: a name, or the descriptor of an open file with no name (`O_TMPFILE`). Only the native layer
+   * names an open file (the addon's `linkFd`); without it that request fails with EOPNOTSUPP.
+   */
+  link: (existing: string | number, created: string) => void;
   rename: (from: string, to: string) => void;
   unlink: (path: string) => void;
   readlink: (path: string) => string;
@@ -85,6 +89,7 @@ const syncOps: Ops = {
     fs.closeSync(fd);
   },
   link: (a, b) => {
+    if (typeof a === 'number') throw cannotNameOpenFile(a, b);
     fs.linkSync(a, b);
   },
   rename: (a, b) => {
@@ -97,6 +102,15 @@ const syncOps: Ops = {
   realpath: (p) => fs.realpathSync(p),
   readdir: (p) => fs.readdirSync(p, { withFileTypes: true }),
 };
+
+/** `fs` has no way to give an open file a name (`linkat` with `AT_EMPTY_PATH`): the native layer's step only. */
+function cannotNameOpenFile(fd: number, created: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`EOPNOTSUPP: naming an open file needs the native layer, link fd ${String(fd)} -> '${created}'`), {
+    code: 'EOPNOTSUPP',
+    errno: -95,
+    syscall: 'link',
+  });
+}
 
 type AsyncOps = { [K in OpName]: (...args: Parameters<Ops[K]>) => Promise<ReturnType<Ops[K]>> };
 
@@ -126,7 +140,7 @@ const asyncOps: AsyncOps = {
   fsync: (fd) => pFsync(fd),
   ftruncate: (fd, length) => pFtruncate(fd, length),
   close: (fd) => pClose(fd),
-  link: (a, b) => fs.promises.link(a, b),
+  link: (a, b) => (typeof a === 'number' ? Promise.reject(cannotNameOpenFile(a, b)) : fs.promises.link(a, b)),
   rename: (a, b) => fs.promises.rename(a, b),
   unlink: (p) => fs.promises.unlink(p),
   readlink: (p) => fs.promises.readlink(p),
@@ -137,9 +151,11 @@ const asyncOps: AsyncOps = {
 /**
  * A test-only hook consulted before every syscall. Throw to fail the step; return `{ result }` to replace
  * the syscall's result without performing it (a short write returns `{ result: 0 }`); return undefined to
- * let it run. A hook may also block (a crash test pauses here and is killed).
+ * let it run. A hook may also block (a crash test pauses here and is killed). `perform` makes the request now,
+ * synchronously, exactly as the port would without the hook (the native layer included), and returns its
+ * result or throws its error: for a hook that records what each call did.
  */
-export type FaultHook = (req: Req) => { result: unknown } | undefined;
+export type FaultHook = (req: Req, perform: () => unknown) => { result: unknown } | undefined;
 
 let faultHook: FaultHook | undefined;
 
@@ -148,9 +164,8 @@ export function setFaultHook(hook: FaultHook | undefined): void {
   faultHook = hook;
 }
 
-function invokeSync(req: Req): unknown {
-  const override = faultHook?.(req);
-  if (override) return override.result;
+/** The request, made synchronously by the native layer when it takes it, else by `fs`. */
+function performSync(req: Req): unknown {
   const native = nativeBinding();
   if (native !== undefined) {
     const r = nativeSync(native, req);
@@ -160,8 +175,14 @@ function invokeSync(req: Req): unknown {
   return fn(...req.args);
 }
 
+function invokeSync(req: Req): unknown {
+  const override = faultHook?.(req, () => performSync(req));
+  if (override) return override.result;
+  return performSync(req);
+}
+
 async function invokeAsync(req: Req): Promise<unknown> {
-  const override = faultHook?.(req);
+  const override = faultHook?.(req, () => performSync(req));
   if (override) return override.result;
   const native = nativeBinding();
   if (native !== undefined) {

@@ -2,8 +2,9 @@
  * The native form of a descriptor-relative step. The resolver names `name` inside the directory held by `fd` as
  * `/proc/self/fd/<fd>/<name>` ({@link atFd}); when the addon is in force, the filesystem port hands such a
  * request to the matching `*at` syscall on `fd` itself — the same lookup (one component, relative to the very
- * directory the descriptor holds) without the four extra components of the `/proc` walk. Anything else (a path
- * the operator gave, `/proc/self/fd/<fd>` alone, a multi-component name) keeps the `fs` call.
+ * directory the descriptor holds) without the four extra components of the `/proc` walk. A link whose source is a
+ * descriptor — an open file with no name, `O_TMPFILE` — is the addon's `linkFd`. Anything else (a path the
+ * operator gave, `/proc/self/fd/<fd>` alone, a multi-component name) keeps the `fs` call.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -16,7 +17,8 @@ const SELF = /^\/proc\/self\/fd\/(\d{1,9})$/u;
 
 /**
  * The held directory itself, for an open with `O_DIRECTORY` of `/proc/self/fd/<fd>` (the re-open of an `O_PATH`
- * directory for fsync or a listing): `openat(fd, ".")` reaches the same directory. Never for a file.
+ * directory for fsync or a listing, or `O_TMPFILE`, which includes `O_DIRECTORY`: a file with no name in it):
+ * `openat(fd, ".")` reaches the same directory. Never the re-open of a file.
  */
 function parseSelfDir(p: unknown, flags: unknown): { fd: number; name: string } | undefined {
   if (typeof p !== 'string' || typeof flags !== 'number' || (flags & fs.constants.O_DIRECTORY) === 0) return undefined;
@@ -137,7 +139,9 @@ function asFsError(thrown: unknown, req: Req): unknown {
   if (!(err instanceof Error) || typeof e.errno !== 'number' || typeof e.code !== 'string' || err.name !== 'Error') return err;
   systemErrors ??= getSystemErrorMap();
   const text = systemErrors.get(e.errno)?.[1] ?? err.message;
-  const [from, to] = req.args;
+  const [source, to] = req.args;
+  // The open file a link names is shown as its descriptor path (what `linkFd` follows without AT_EMPTY_PATH).
+  const from = typeof source === 'number' ? `/proc/self/fd/${String(source)}` : source;
   const two = req.op === 'rename' || req.op === 'link';
   e.syscall = req.op;
   e.path = String(from);
@@ -162,8 +166,13 @@ export function nativeSync(b: NativeBinding, req: Req): unknown {
 function nativeSyncStep(b: NativeBinding, req: Req): unknown {
   const a = req.args;
   if (req.op === 'rename' || req.op === 'link') {
-    const from = parseAt(a[0]);
     const to = parseAt(a[1]);
+    if (req.op === 'link' && typeof a[0] === 'number') {
+      if (to === undefined) return NOT_NATIVE;
+      b.linkFd(a[0], to.fd, to.name);
+      return undefined;
+    }
+    const from = parseAt(a[0]);
     if (from === undefined || to === undefined) return NOT_NATIVE;
     if (req.op === 'rename') b.renameat2(from.fd, from.name, to.fd, to.name, 0);
     else b.linkat(from.fd, from.name, to.fd, to.name, 0);
@@ -202,8 +211,9 @@ export function nativeAsync(b: NativeBinding, req: Req): Promise<unknown> | type
 function nativeAsyncStep(b: NativeBinding, req: Req): Promise<unknown> | typeof NOT_NATIVE {
   const a = req.args;
   if (req.op === 'rename' || req.op === 'link') {
-    const from = parseAt(a[0]);
     const to = parseAt(a[1]);
+    if (req.op === 'link' && typeof a[0] === 'number') return to === undefined ? NOT_NATIVE : b.linkFdAsync(a[0], to.fd, to.name).then(() => undefined);
+    const from = parseAt(a[0]);
     if (from === undefined || to === undefined) return NOT_NATIVE;
     return req.op === 'rename' ? b.renameat2Async(from.fd, from.name, to.fd, to.name, 0) : b.linkatAsync(from.fd, from.name, to.fd, to.name, 0);
   }

@@ -16,7 +16,7 @@ import {
   secureMkdir,
   secureMkdirSync,
 } from '@hermes/fs-policy';
-import type { ModelName } from '../model.js';
+import type { CrashState, ModelName } from '../model.js';
 import type { Scenario } from '../scenario.js';
 import { envFor, filler, FSYNC_MUTATIONS, HOME, isFileFsync, modeText, namesIn, readState, strangers } from './util.js';
 
@@ -25,14 +25,39 @@ const FORMS: readonly Form[] = ['sync', 'async'];
 
 // ---- atomic write ------------------------------------------------------------------------------------------
 
-const OLD = Buffer.from(`${filler('old', 99)}\n`);
+export const OLD = Buffer.from(`${filler('old', 99)}\n`);
 /** Two blocks and a bit: a crash can persist part of it. */
-const NEW = Buffer.from(`${filler('new', 8999)}\n`);
-const OLD_MODE = 0o644;
-const NEW_MODE = 0o600;
-const TARGET = `${HOME}/sessions/state.json`;
+export const NEW = Buffer.from(`${filler('new', 8999)}\n`);
+export const OLD_MODE = 0o644;
+export const NEW_MODE = 0o600;
+export const TARGET = `${HOME}/sessions/state.json`;
 
-type AtomicCase = 'replace' | 'create' | 'no-clobber' | 'new-directory';
+export type AtomicCase = 'replace' | 'create' | 'no-clobber' | 'new-directory';
+
+/**
+ * The atomic write's promise on one crash state: the target holds the old bytes with the old mode (only when it
+ * existed, and only until the call returned) or the new bytes with the new mode; nothing beside it but fs-policy
+ * temp and rollback files.
+ */
+export function checkAtomicTarget(dir: string, state: CrashState, hadOld: boolean): string[] {
+  const out: string[] = [];
+  const returned = state.marks.length > 0;
+  const seen = readState(dir, TARGET);
+  if (seen === undefined) {
+    if (hadOld) out.push(`${TARGET} is missing (it existed before the write)`);
+    else if (returned) out.push(`${TARGET} is missing although atomicWrite returned (durable: file+dir)`);
+  } else if (seen.data.equals(NEW)) {
+    if (seen.mode !== NEW_MODE) out.push(`${TARGET} holds the new bytes with mode ${modeText(seen.mode)}, not ${modeText(NEW_MODE)}`);
+  } else if (hadOld && seen.data.equals(OLD)) {
+    if (seen.mode !== OLD_MODE) out.push(`${TARGET} holds the old bytes with mode ${modeText(seen.mode)}, not ${modeText(OLD_MODE)}`);
+    if (returned) out.push(`${TARGET} holds the old bytes although atomicWrite returned (durable: file+dir)`);
+  } else {
+    out.push(`${TARGET} holds ${String(seen.data.length)} bytes that are neither the old (${String(OLD.length)}) nor the new (${String(NEW.length)}) content`);
+  }
+  const others = strangers(dir, `${HOME}/sessions`, (n) => n === 'state.json');
+  if (others.length > 0) out.push(`unexpected entries next to the target (not fs-policy temp files): ${others.join(', ')}`);
+  return out;
+}
 
 function atomicScenario(kase: AtomicCase, form: Form): Scenario {
   const hadOld = kase === 'replace';
@@ -64,23 +89,7 @@ function atomicScenario(kase: AtomicCase, form: Form): Scenario {
       rec.mark('atomicWrite returned');
     },
     check({ dir, state }) {
-      const out: string[] = [];
-      const returned = state.marks.length > 0;
-      const seen = readState(dir, TARGET);
-      if (seen === undefined) {
-        if (hadOld) out.push(`${TARGET} is missing (it existed before the write)`);
-        else if (returned) out.push(`${TARGET} is missing although atomicWrite returned (durable: file+dir)`);
-      } else if (seen.data.equals(NEW)) {
-        if (seen.mode !== NEW_MODE) out.push(`${TARGET} holds the new bytes with mode ${modeText(seen.mode)}, not ${modeText(NEW_MODE)}`);
-      } else if (hadOld && seen.data.equals(OLD)) {
-        if (seen.mode !== OLD_MODE) out.push(`${TARGET} holds the old bytes with mode ${modeText(seen.mode)}, not ${modeText(OLD_MODE)}`);
-        if (returned) out.push(`${TARGET} holds the old bytes although atomicWrite returned (durable: file+dir)`);
-      } else {
-        out.push(`${TARGET} holds ${String(seen.data.length)} bytes that are neither the old (${String(OLD.length)}) nor the new (${String(NEW.length)}) content`);
-      }
-      const others = strangers(dir, `${HOME}/sessions`, (n) => n === 'state.json');
-      if (others.length > 0) out.push(`unexpected entries next to the target (not fs-policy temp files): ${others.join(', ')}`);
-      return out;
+      return checkAtomicTarget(dir, state, hadOld);
     },
     mutations: FSYNC_MUTATIONS,
   };
