@@ -43,6 +43,7 @@ export function gatewayStore(db: SessionDb): SessionStore {
   const known = new Set<string>();
   return {
     path: db.path,
+    wantsPayloads: true,
     hasReceipt: (id) => db.hasReceipt(id),
     committedReceipts: (ids) => db.committedReceipts(ids),
     resolveSessionIdForKey: (key, notAfter) => db.resolveSessionIdForKey(key, notAfter),

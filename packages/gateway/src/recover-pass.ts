@@ -37,6 +37,8 @@ export class Pass {
   readonly #loc: SpoolLocation;
   readonly #resolver: ((key: string, notAfter: number | undefined) => string | null | undefined) | undefined;
   readonly #batchSize: number;
+  /** The store reads the parsed payload of each entry (SessionStore.wantsPayloads). */
+  readonly #wantsPayloads: boolean;
   readonly #storePath: string;
   readonly #batches: Batches;
   /** The batch files of the spool: their members are recovered as files (recover-batch.ts). */
@@ -68,6 +70,7 @@ export class Pass {
       else this.error(loc.dir, 'EINVALID_OPTION', `${problem}; used ${String(DEFAULT_RECOVERY_BATCH_SIZE)}`, 'pass a positive integer batchSize, or omit it.');
     }
     this.#batchSize = batchSize;
+    this.#wantsPayloads = options.store.wantsPayloads === true;
     const store = options.store;
     const storePath = (store as { path?: unknown }).path;
     this.#storePath = typeof storePath === 'string' && storePath !== '' ? storePath : 'the session store';
@@ -364,7 +367,7 @@ export class Pass {
     let committed = answer.committed.has(parsed.legacyId);
     if (decision.type === 'commit' && !committed) {
       // The store checks the receipt atomically with the commit (a committed receipt → `duplicate`).
-      this.#batches.enqueue({ path: p, kind: decision.kind, sessionId: this.#sessions.intern(decision.sessionId), entry: { receiptId, fileName: name, rows: decision.rows, payload } }, file.content.text.length);
+      this.#batches.enqueue({ path: p, kind: decision.kind, sessionId: this.#sessions.intern(decision.sessionId), entry: this.#wantsPayloads ? { receiptId, fileName: name, rows: decision.rows, payload } : { receiptId, fileName: name, rows: decision.rows } }, file.content.text.length);
       return;
     }
     this.#done++;

@@ -532,6 +532,24 @@ describe('recovery: what happens around the store', () => {
     ]);
   });
 
+  it('an entry carries its parsed payload only to a store that wants payloads', () => {
+    const seen: Record<string, unknown[]> = { plain: [], wanting: [] };
+    for (const kind of ['plain', 'wanting'] as const) {
+      const home = newHome();
+      writeSpoolFile(home, 'p1.json', payload('p1', 1700000001));
+      const store = storeDouble(
+        (e) => {
+          seen[kind]?.push(e.payload);
+          return { receiptId: e.receiptId, status: 'inserted', rowIds: [1] };
+        },
+        () => ({ complete: true }),
+        kind === 'wanting' ? { wantsPayloads: true } : {},
+      );
+      expect(recoverPending({ home, store, logger: memoryLogger() }).counts.inserted).toBe(1);
+    }
+    expect(seen).toEqual({ plain: [undefined], wanting: [{ kind: 'pending', ts: 1700000001, data: { text: 'p1', session_id: SESSION.id } }] });
+  });
+
   it('a rejected file whose .bad name is taken gets a name of its own: the entry under .bad is never replaced', () => {
     const home = newHome();
     const dir = spoolDir(home);
