@@ -24,6 +24,15 @@ const PUBLISHED: readonly [dir: string, name: string][] = [
   ['apps/hermes-gateway', 'hermes-gateway'],
 ];
 
+/**
+ * A user's environment for the consumer's npm: without what `pnpm test` exports to its children (npm_config_* —
+ * this workspace's engineStrict among them, which would fail on hermes-gateway's cookie 2 dependency, whose
+ * engines say Node >= 22 although it runs on 20.19+ — and pnpm's NODE_PATH).
+ */
+function userEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(npm_|pnpm_)/i.test(key) && key !== 'NODE_PATH' && key !== 'INIT_CWD'));
+}
+
 /** The platform package of this machine, when it has one and its addon is built (`pnpm build`). */
 const PLATFORM: readonly [dir: string, name: string][] =
   process.platform === 'linux' && process.arch === 'x64' && fs.existsSync(path.join(root, 'packages/fs-policy-linux-x64-gnu/fs-policy.node'))
@@ -51,7 +60,7 @@ describe('packed tarballs install and load outside the workspace', () => {
     project = path.join(work, 'consumer');
     fs.mkdirSync(project);
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs, ...platformTarballs], { cwd: project, stdio: 'pipe' });
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...tarballs, ...platformTarballs], { cwd: project, stdio: 'pipe', env: userEnv() });
   });
 
   afterAll(() => {
