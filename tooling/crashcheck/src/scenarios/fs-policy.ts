@@ -59,6 +59,17 @@ export function checkAtomicTarget(dir: string, state: CrashState, hadOld: boolea
   return out;
 }
 
+/** Puts the old content (OLD, mode OLD_MODE) at TARGET: the state a replacing write starts from. */
+export function seedOldTarget(root: string): void {
+  fs.writeFileSync(path.join(root, TARGET), OLD);
+  fs.chmodSync(path.join(root, TARGET), OLD_MODE);
+}
+
+/** The options of the atomic writes the scenarios make: the sessions kind, NEW_MODE, no-clobber when asked. */
+export function atomicOptions(root: string, noClobber: boolean): { kind: 'sessions'; env: ReturnType<typeof envFor>; mode: number; overwrite?: boolean } {
+  return { kind: 'sessions', env: envFor(root), mode: NEW_MODE, ...(noClobber ? { overwrite: false } : {}) };
+}
+
 function atomicScenario(kase: AtomicCase, form: Form): Scenario {
   const hadOld = kase === 'replace';
   const label: Record<AtomicCase, string> = {
@@ -76,13 +87,10 @@ function atomicScenario(kase: AtomicCase, form: Form): Scenario {
     setup(root) {
       fs.mkdirSync(path.join(root, HOME), { mode: 0o700 });
       if (kase !== 'new-directory') fs.mkdirSync(path.join(root, HOME, 'sessions'), { mode: 0o700 });
-      if (hadOld) {
-        fs.writeFileSync(path.join(root, TARGET), OLD);
-        fs.chmodSync(path.join(root, TARGET), OLD_MODE);
-      }
+      if (hadOld) seedOldTarget(root);
     },
     async run(root, rec) {
-      const options = { kind: 'sessions' as const, env: envFor(root), mode: NEW_MODE, ...(kase === 'no-clobber' ? { overwrite: false } : {}) };
+      const options = atomicOptions(root, kase === 'no-clobber');
       const target = path.join(root, TARGET);
       if (form === 'sync') atomicWriteSync(target, NEW, options);
       else await atomicWrite(target, NEW, options);

@@ -9,8 +9,8 @@ import * as path from 'node:path';
 import { anchorInfo, atomicWrite, atomicWriteSync, TEMP_FILE_PATTERN, type WriteResult } from '@hermes/fs-policy';
 import type { Req } from '@hermes/fs-policy/testing';
 import type { Mutation, Scenario } from '../scenario.js';
-import { type AtomicCase, checkAtomicTarget, NEW, NEW_MODE, OLD, OLD_MODE, TARGET } from './fs-policy.js';
-import { envFor, FSYNC_MUTATIONS, HOME, isFileFsync, modeText, namesIn, readState } from './util.js';
+import { type AtomicCase, atomicOptions, checkAtomicTarget, NEW, NEW_MODE, OLD, OLD_MODE, seedOldTarget, TARGET } from './fs-policy.js';
+import { FSYNC_MUTATIONS, HOME, isFileFsync, modeText, namesIn, readState } from './util.js';
 
 type Form = 'sync' | 'async';
 type TmpfileCase = Exclude<AtomicCase, 'new-directory'>;
@@ -72,13 +72,10 @@ function tmpfileScenario(kase: TmpfileCase, form: Form): Scenario {
     }; a temp file beside it only complete, with the new mode`,
     setup(root) {
       fs.mkdirSync(path.join(root, HOME, 'sessions'), { recursive: true, mode: 0o700 });
-      if (hadOld) {
-        fs.writeFileSync(path.join(root, TARGET), OLD);
-        fs.chmodSync(path.join(root, TARGET), OLD_MODE);
-      }
+      if (hadOld) seedOldTarget(root);
     },
     async run(root, rec) {
-      const options = { kind: 'sessions' as const, env: envFor(root), mode: NEW_MODE, ...(kase === 'no-clobber' ? { overwrite: false } : {}) };
+      const options = atomicOptions(root, kase === 'no-clobber');
       const target = path.join(root, TARGET);
       const r: WriteResult = form === 'sync' ? atomicWriteSync(target, NEW, options) : await atomicWrite(target, NEW, options);
       if (r.temp !== 'tmpfile') throw new Error(`the write staged its content in a ${r.temp} temp file, not an O_TMPFILE one: this filesystem has no unnamed files`);
