@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The last line of a CI run: "N passed, N failed, N skipped", computed from vitest's own verdict, preceded by
-// one "failed: …" line per failure that names it. Exits 1 when anything failed or no test ran, 2 on bad usage.
+// one "failed: …" line per failure that names it and, for a failed test, gives the first line of its message. Exits 1 when anything failed or no test ran, 2 on bad usage.
 //
 //   vitest-summary.mjs <report.json> [--verdict <file>] [--config <vitest.config.ts>] [--exit-code <n>]
 //                      [--also <report.json> [--also-exit-code <n>]]...
@@ -92,6 +92,25 @@ export function expectedProjects(configPath) {
   return [...dirs].sort();
 }
 
+/**
+ * Why a test failed, in one line: the first non-empty line of its first failure message (colour codes removed,
+ * at most 240 characters) and the first stack frame in a test file, relative to `show`. Undefined when the
+ * report carries no message.
+ */
+export function reasonOf(messages, show) {
+  const text = (Array.isArray(messages) ? messages : []).find((m) => typeof m === 'string' && m.trim() !== '');
+  if (text === undefined) return undefined;
+  // eslint-disable-next-line no-control-regex
+  const lines = text.replace(/\u001b\[[0-9;]*m/g, '').split('\n');
+  let head = (lines.find((l) => l.trim() !== '') ?? '').trim();
+  if (head.length > 240) head = `${head.slice(0, 239)}…`;
+  for (const line of lines) {
+    const m = /((?:\/|file:\/\/)[^\s()]*\.test\.[cm]?[jt]s):(\d+)/.exec(line);
+    if (m !== null) return `${head} (${show(m[1].replace(/^file:\/\//, ''))}:${m[2]})`;
+  }
+  return head;
+}
+
 function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
@@ -126,7 +145,10 @@ export function summarize({ report, verdict, projects, root, exitCode }) {
       const name = show(file.name);
       files.push(name);
       passed += by('passed').length;
-      for (const t of failedTests) fail(`${name} > ${t.fullName ?? t.title ?? '(unnamed test)'}`);
+      for (const t of failedTests) {
+        const why = reasonOf(t.failureMessages, show);
+        fail(`${name} > ${t.fullName ?? t.title ?? '(unnamed test)'}${why === undefined ? '' : ` — ${why}`}`);
+      }
       if (pending.length > 0) {
         fail(`${name}: ${plural(pending.length, 'test')} never finished (its worker died or the run was cut short)`);
       }

@@ -140,9 +140,18 @@ describe('each way a run fails gives a non-zero exit and a counted, named failur
   it('a failing test: named with its file', () => {
     const root = fakeRepo();
     const files = greenFiles(root);
-    files[1] = file(root, 'packages/b/test/b.test.ts', 'failed', [test('b one', 'failed', ['AssertionError: expected 1 to be 2'])]);
+    files[1] = file(root, 'packages/b/test/b.test.ts', 'failed', [
+      test('b one', 'failed', [
+        `\u001b[31mAssertionError: expected 1 to be 2\u001b[39m\n    at node_modules/vitest/dist/x.js:1:1\n    at ${root}/packages/b/test/b.test.ts:42:7\n    at ${root}/packages/b/test/b.test.ts:50:1`,
+      ]),
+      test('b two', 'failed', []),
+    ]);
     const r = summarize(root, report(files, false), verdict({ reason: 'failed' }));
-    expect(r.lines).toEqual(['failed: packages/b/test/b.test.ts > b one', '2 passed, 1 failed, 1 skipped']);
+    expect(r.lines).toEqual([
+      'failed: packages/b/test/b.test.ts > b one — AssertionError: expected 1 to be 2 (packages/b/test/b.test.ts:42)',
+      'failed: packages/b/test/b.test.ts > b two',
+      '2 passed, 2 failed, 1 skipped',
+    ]);
     expect(r.status).toBe(1);
   });
 
