@@ -1,8 +1,12 @@
-// B1, B1b, B2, B2-floor, B2b: the fs-policy primitives against the syscall floor and the libraries users would pick.
+// B1, B1b, B2, B2-floor, B2-floor-native, B2b, R1: the fs-policy primitives against the syscall floor and the
+// libraries users would pick, in this process's anchor mode (run.mjs measures the other mode in mode-child.mjs).
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import {
+  anchorInfo,
+  holdDirectorySync,
   privateAppendSync,
   atomicWriteJsonSync,
   loadEnvironment,
@@ -14,7 +18,7 @@ import {
 import { compare, compareEachOp } from './harness.mjs';
 
 setLogger(silentLogger);
-const { O_WRONLY, O_CREAT, O_EXCL } = fs.constants;
+const { O_WRONLY, O_CREAT, O_EXCL, O_RDONLY } = fs.constants;
 
 /** The 4 KiB JSON value of B1 and the peer case: 40 short messages padded to 4,096 bytes when pretty-printed. */
 export function payload4k() {
@@ -26,8 +30,34 @@ export function payload4k() {
   return value;
 }
 
-/** B1–B2b-many (those `want` accepts), each against its baseline in the same run. */
+/**
+ * The addon of this platform loaded directly (the floor of a native descriptor append calls it with no policy code
+ * around it), or undefined when this process is not in native mode.
+ */
+function nativeBinding() {
+  if (anchorInfo().mode !== 'native') return undefined;
+  try {
+    return createRequire(import.meta.url)(`../../packages/fs-policy-${process.platform}-${process.arch}-gnu/fs-policy.node`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * B1–B2b-many and R1 (those `want` accepts), each against its baseline in the same run. Every row carries the
+ * anchor mode it was measured in (`mode`), and its title says it.
+ */
 export async function primitiveCases(workRoot, { samples, want = () => true }) {
+  const mode = anchorInfo().mode;
+  const results = await casesIn(workRoot, { samples, want });
+  for (const r of results) {
+    r.mode = mode;
+    r.title = `${r.title}, ${mode} mode`;
+  }
+  return results;
+}
+
+async function casesIn(workRoot, { samples, want }) {
   const home = path.join(workRoot, 'home');
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false' } });
@@ -144,6 +174,48 @@ export async function primitiveCases(workRoot, { samples, want = () => true }) {
       ops: LINES,
     })),
   });
+  // B2-floor-native: the least a descriptor-anchored append can do with the addon — the home held once for the
+  // whole run (no per-call open of the home at all), the file opened beneath it by one openat2 with kernel
+  // containment, its fstat (refuse a FIFO or a device), the last byte read (a record starts on a new line), write,
+  // close — inline, no policy code. Only in native mode.
+  const binding = nativeBinding();
+  if (want('B2-floor-native') && binding !== undefined) {
+    const RESOLVE = 0x02 | 0x04 | 0x08; // RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH
+    const { O_RDWR, O_CREAT } = fs.constants;
+    const data = Buffer.from(line);
+    const last = Buffer.alloc(1);
+    const homeFd = fs.openSync(home, O_PATH | O_DIRECTORY);
+    try {
+      results.push({
+        id: 'B2-floor-native',
+        title: 'append 1 KiB JSONL line x 20,000 (open per call): the native descriptor floor against fs.appendFileSync',
+        target: { op: '<=', ratio: 1.5 },
+        unit: 'per line',
+        ...(await compare({
+          id: 'B2-floor-native',
+          ours: {
+            name: 'native floor: held home, openat2 beneath, fstat, pread, write, close (inline)',
+            setup: fresh('native-floor.jsonl'),
+            run: (f) => {
+              const rel = `trajectories/${path.basename(f)}`;
+              for (let i = 0; i < LINES; i++) {
+                const fd = binding.openat2(homeFd, rel, O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK | O_NOFOLLOW, 0o600, RESOLVE);
+                const st = binding.fstatat(fd, '', 0x1000 /* AT_EMPTY_PATH */);
+                if (st.size > 0) fs.readSync(fd, last, 0, 1, st.size - 1);
+                fs.writeSync(fd, data);
+                fs.closeSync(fd);
+              }
+            },
+          },
+          baseline: appendFileBaseline,
+          samples,
+          ops: LINES,
+        })),
+      });
+    } finally {
+      fs.closeSync(homeFd);
+    }
+  }
   if (want('B2b-sync')) results.push({
     id: 'B2b-sync',
     title: 'append 1 KiB JSONL line x 20,000 (handle, appendSync: one write per line)',
@@ -210,5 +282,26 @@ export async function primitiveCases(workRoot, { samples, want = () => true }) {
       ops: LINES,
     })),
   });
+  // R1: resolve only — a directory six levels below the home reached as every primitive reaches its directory
+  // (the home by path, each level below it through descriptors, links refused), held, and closed again; against a
+  // plain open of the same path.
+  if (want('R1')) {
+    const deep = path.join(home, 'r1', 'a', 'b', 'c', 'd', 'e');
+    fs.mkdirSync(deep, { recursive: true, mode: 0o700 });
+    const N = 2_000;
+    results.push({
+      id: 'R1',
+      title: 'resolve a directory 6 levels below the home (hold it, close it) x 2,000',
+      // No target of its own: it shows what reaching a directory costs in each anchor mode.
+      unit: 'per resolve',
+      ...(await compare({
+        id: 'R1',
+        ours: { name: 'holdDirectorySync + close', run: () => { for (let i = 0; i < N; i++) holdDirectorySync(deep, { env, intent: 'read' }).close(); } },
+        baseline: { name: 'fs.openSync(path, O_DIRECTORY) + close', run: () => { for (let i = 0; i < N; i++) fs.closeSync(fs.openSync(deep, O_RDONLY | O_DIRECTORY)); } },
+        samples,
+        ops: N,
+      })),
+    });
+  }
   return results;
 }

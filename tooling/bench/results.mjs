@@ -51,6 +51,7 @@ export function verdict(r) {
     if (r.target === undefined) return undefined; // shown for comparison, no target of its own
     return r.target.op === '<' ? r.value < r.target.value : r.value <= r.target.value;
   }
+  if (r.target === undefined) return undefined; // a ratio shown for comparison, no target of its own
   if (r.target.op === '<=') return r.ratio <= r.target.ratio;
   if (r.target.op === '>=faster') return 1 / r.ratio >= r.target.ratio;
   return false;
@@ -65,13 +66,14 @@ export function checkValue(r) {
 export function targetText(r) {
   if (r.throughput !== undefined) return `≥ ${r.throughput.target}× the baseline's acks/s`;
   if (r.kind === 'absolute') return r.target === undefined ? '—' : `${r.target.op === '<' ? '<' : '≤'} ${r.target.value} ${r.unit}`;
+  if (r.target === undefined) return '—';
   return r.target.op === '<=' ? `≤ ${r.target.ratio}×` : `≥ ${r.target.ratio}× faster`;
 }
 
 export function ratioText(r) {
   if (r.kind === 'absolute') return '—';
   if (r.throughput !== undefined) return `${r.throughput.ratio.toFixed(2)}× the acks/s`;
-  return r.target.op === '>=faster' ? `${(1 / r.ratio).toFixed(2)}× faster` : `${r.ratio.toFixed(3)}×`;
+  return r.target?.op === '>=faster' ? `${(1 / r.ratio).toFixed(2)}× faster` : `${r.ratio.toFixed(3)}×`;
 }
 
 function fmt(ms, unit) {

@@ -59,9 +59,9 @@ export function* resolveTargetPlan(reached: Reached, name: string, held: Held): 
       throw new FsPolicyError({ code: 'ENOTREGULAR', step: 'resolve', path: display, message: `${display} -> ${text} does not name a file` });
     }
     try {
-      stack = yield* walkPlan(reached.root, stack, parts, {}, held);
+      stack = yield* walkPlan(reached.root, stack, parts, {}, held, { display, text });
     } catch (err) {
-      if (err instanceof FsPolicyError && err.code === 'ENOENT') {
+      if (err instanceof FsPolicyError && (err.code === 'ENOENT' || (err.code === 'EDANGLING_LINK' && err.path === display))) {
         throw new FsPolicyError({ code: 'EDANGLING_LINK', step: 'resolve', path: requested, message: `${display} -> ${text} is a dangling link; refusing to create its target` });
       }
       throw err;

@@ -165,6 +165,15 @@ export function nativeBinding(): NativeBinding | undefined {
   return loaded.binding !== undefined && descriptorMode() === 'procfd' ? loaded.binding : undefined;
 }
 
+/**
+ * True when a lookup of several components beneath a held directory can be one `openat2` the kernel contains
+ * (the native layer is in force and this kernel has `openat2`).
+ */
+export function beneathAvailable(): boolean {
+  loaded ??= load();
+  return loaded.binding !== undefined && loaded.openat2 && descriptorMode() === 'procfd';
+}
+
 /** How names below a held directory are reached in this process, and why. */
 export interface AnchorInfo {
   /**

@@ -124,6 +124,10 @@ export function callFs(op: string, a: readonly unknown[]): unknown {
     case 'unlink':
       R.unlinkSync(a[0] as string);
       return undefined;
+    case 'openBeneath':
+      // The model has no multi-component lookup: the resolver then walks one component at a time (its answer
+      // to any failure of this step), and every level is an operation the model knows.
+      throw Object.assign(new Error('ENOSYS: crashcheck models lookups one component at a time'), { code: 'ENOSYS', errno: -38, syscall: 'openat2' });
     case 'readlink':
       return R.readlinkSync(a[0] as string);
     case 'realpath':

@@ -16,6 +16,13 @@ export interface Ops {
   stat: (path: string) => fs.Stats;
   mkdir: (path: string, mode: number) => void;
   open: (path: string, flags: number, mode: number) => number;
+  /**
+   * Opens `rel` — several components, none of them a link — beneath the directory held by `dirfd` in one lookup
+   * the kernel keeps inside it (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`).
+   * Only the native layer makes it, where the kernel has `openat2`; anywhere else it fails with ENOSYS (the
+   * caller then walks one component at a time, which it also does on any failure).
+   */
+  openBeneath: (dirfd: number, rel: string, flags: number) => number;
   write: (fd: number, buffer: Uint8Array, offset: number, length: number) => number;
   fchmod: (fd: number, mode: number) => void;
   /** Only ever called on `/proc/self/fd/<fd>` of an `O_PATH` descriptor: changes exactly the object it holds. */
@@ -67,6 +74,9 @@ const syncOps: Ops = {
     fs.mkdirSync(p, { mode });
   },
   open: (p, flags, mode) => fs.openSync(p, flags, mode),
+  openBeneath: (dirfd, rel) => {
+    throw noOpenBeneath(dirfd, rel);
+  },
   write: (fd, b, o, l) => fs.writeSync(fd, b, o, l),
   fchmod: (fd, mode) => {
     fs.fchmodSync(fd, mode);
@@ -103,6 +113,15 @@ const syncOps: Ops = {
   readdir: (p) => fs.readdirSync(p, { withFileTypes: true }),
 };
 
+/** `fs` has no `openat2`: the multi-component lookup is the native layer's step only. */
+function noOpenBeneath(dirfd: number, rel: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`ENOSYS: a contained multi-component lookup needs the native layer, openat2 ${String(dirfd)} '${rel}'`), {
+    code: 'ENOSYS',
+    errno: -38,
+    syscall: 'openat2',
+  });
+}
+
 /** `fs` has no way to give an open file a name (`linkat` with `AT_EMPTY_PATH`): the native layer's step only. */
 function cannotNameOpenFile(fd: number, created: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`EOPNOTSUPP: naming an open file needs the native layer, link fd ${String(fd)} -> '${created}'`), {
@@ -131,6 +150,7 @@ const asyncOps: AsyncOps = {
     await fs.promises.mkdir(p, { mode });
   },
   open: (p, flags, mode) => pOpen(p, flags, mode),
+  openBeneath: (dirfd, rel) => Promise.reject(noOpenBeneath(dirfd, rel)),
   write: async (fd, b, o, l) => (await pWrite(fd, b, o, l)).bytesWritten,
   fchmod: (fd, mode) => pFchmod(fd, mode),
   fchown: (fd, uid, gid) => pFchown(fd, uid, gid),

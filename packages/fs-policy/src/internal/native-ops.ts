@@ -141,7 +141,8 @@ function asFsError(thrown: unknown, req: Req): unknown {
   const text = systemErrors.get(e.errno)?.[1] ?? err.message;
   const [source, to] = req.args;
   // The open file a link names is shown as its descriptor path (what `linkFd` follows without AT_EMPTY_PATH).
-  const from = typeof source === 'number' ? `/proc/self/fd/${String(source)}` : source;
+  const from =
+    req.op === 'openBeneath' ? `/proc/self/fd/${String(source)}/${String(to)}` : typeof source === 'number' ? `/proc/self/fd/${String(source)}` : source;
   const two = req.op === 'rename' || req.op === 'link';
   e.syscall = req.op;
   e.path = String(from);
@@ -163,8 +164,14 @@ export function nativeSync(b: NativeBinding, req: Req): unknown {
   return r;
 }
 
+/** `openat2` resolve bits of {@link Ops.openBeneath}: contained, no symlink followed, no magic link. */
+function beneath(b: NativeBinding): number {
+  return b.constants.RESOLVE_BENEATH | b.constants.RESOLVE_NO_SYMLINKS | b.constants.RESOLVE_NO_MAGICLINKS;
+}
+
 function nativeSyncStep(b: NativeBinding, req: Req): unknown {
   const a = req.args;
+  if (req.op === 'openBeneath') return b.openat2(a[0] as number, a[1] as string, a[2] as number, 0, beneath(b));
   if (req.op === 'rename' || req.op === 'link') {
     const to = parseAt(a[1]);
     if (req.op === 'link' && typeof a[0] === 'number') {
@@ -210,6 +217,7 @@ export function nativeAsync(b: NativeBinding, req: Req): Promise<unknown> | type
 
 function nativeAsyncStep(b: NativeBinding, req: Req): Promise<unknown> | typeof NOT_NATIVE {
   const a = req.args;
+  if (req.op === 'openBeneath') return b.openat2Async(a[0] as number, a[1] as string, a[2] as number, 0, beneath(b));
   if (req.op === 'rename' || req.op === 'link') {
     const to = parseAt(a[1]);
     if (req.op === 'link' && typeof a[0] === 'number') return to === undefined ? NOT_NATIVE : b.linkFdAsync(a[0], to.fd, to.name).then(() => undefined);

@@ -13,6 +13,7 @@ import { currentUid, errnoCode, FsPolicyError, type FsStep, toPolicyError } from
 import type { HermesEnvironment } from '../env.js';
 import { getLogger } from '../logger.js';
 import { anchorMode, atFd, O_PATH, selfFd } from './anchor.js';
+import { beneathAvailable } from '../native.js';
 import { call, O, type Plan } from './io.js';
 import { bestEffort, isInside, op } from './steps.js';
 import { materialize, realOf } from './roots.js';
@@ -25,6 +26,12 @@ export interface DirRef {
   readonly path: string;
   /** `fstat` of the descriptor, taken when first needed ({@link statOf}). */
   st?: fs.Stats;
+  /**
+   * Set when this level was reached from the entry below it on a walk's stack in one contained lookup of these
+   * names (see {@link walkPlan}): the levels between are not on the stack, and are walked when a link's `..`
+   * needs them.
+   */
+  readonly via?: readonly string[];
 }
 
 /** `fstat` of a held directory, taken once (a lazily given root is opened first). */
@@ -233,11 +240,54 @@ export interface WalkSpec {
 /**
  * Walks `names` from the directory on top of `stack` (the bottom of the stack is `root`), one component at a
  * time, creating missing levels when `spec.create` says so. Returns the new stack (the last entry is the
- * directory reached). Every descriptor opened is registered in `held`.
+ * directory reached). Every descriptor opened is registered in `held`. `fromLink`: the names are a link's text
+ * (`''` and `.` are skipped, `..` steps back down the stack and never below the root, a missing level is a
+ * dangling link).
  */
-export function* walkPlan(root: RootRef, stack: readonly DirRef[], names: readonly string[], spec: WalkSpec, held: Held): Plan<DirRef[]> {
+export function* walkPlan(
+  root: RootRef,
+  stack: readonly DirRef[],
+  names: readonly string[],
+  spec: WalkSpec,
+  held: Held,
+  fromLink?: { readonly display: string; readonly text: string },
+): Plan<DirRef[]> {
   const dirs = [...stack];
-  const queue: Step[] = names.map((name) => ({ name }));
+  const direct = yield* openBeneathPlan(dirs[dirs.length - 1] ?? root, names, held);
+  if (direct !== undefined) {
+    dirs.push(direct);
+    return dirs;
+  }
+  return yield* walkEachPlan(root, dirs, names.map((name) => (fromLink === undefined ? { name } : { name, link: fromLink })), spec, held);
+}
+
+/**
+ * Several levels that exist and hold no link, in one lookup: `openat2` beneath `base` with no symlink followed
+ * (native mode, where the kernel has it). What it reaches is what the walk one component at a time would reach
+ * (each level opened without following a link), and the kernel keeps the lookup inside `base` whatever is
+ * renamed meanwhile. Undefined — walk one component at a time — for fewer than two names, without `openat2`, and
+ * on any failure: a missing level (the walk creates it), a link (the walk follows it, inside the root, or refuses
+ * it with its own verdict), a file where a directory should be.
+ */
+function* openBeneathPlan(start: DirRef, names: readonly string[], held: Held): Plan<DirRef | undefined> {
+  if (names.length < 2 || !beneathAvailable()) return undefined;
+  // Plain names only: a link's text can hold '', '.' and '..', which the walk gives their meaning.
+  if (names.some((n) => n === '' || n === '.' || n === '..' || n.includes('/') || n.includes('\0'))) return undefined;
+  const base = yield* materialize(start, held);
+  const display = path.join(base.path, ...names);
+  let fd: number;
+  try {
+    fd = yield* call('resolve', display, 'openBeneath', base.fd, names.join('/'), dirFlags() | O.NOFOLLOW);
+  } catch (err) {
+    if (errnoCode(err) !== undefined) return undefined; // the walk below decides, and reports
+    throw err;
+  }
+  return held.add<DirRef>({ fd, path: display, via: [...names] });
+}
+
+/** The walk of {@link walkPlan}, one component at a time. */
+function* walkEachPlan(root: RootRef, dirs: DirRef[], steps: readonly Step[], spec: WalkSpec, held: Held): Plan<DirRef[]> {
+  const queue: Step[] = [...steps];
   let hops = 0;
   let races = 0;
   for (;;) {
@@ -246,6 +296,8 @@ export function* walkPlan(root: RootRef, stack: readonly DirRef[], names: readon
     if (item.link !== undefined && (item.name === '' || item.name === '.')) continue;
     if (item.link !== undefined && item.name === '..') {
       if (dirs.length <= 1) throw escapeError(item.link.display, item.link.text, root);
+      const top = dirs[dirs.length - 1];
+      if (top?.via !== undefined) dirs.splice(dirs.length - 1, 1, ...(yield* expandPlan(root, dirs, top, held)));
       dirs.pop();
       continue;
     }
@@ -292,6 +344,21 @@ export function* walkPlan(root: RootRef, stack: readonly DirRef[], names: readon
     queue.unshift(...steps);
   }
   return dirs;
+}
+
+/**
+ * The levels a contained lookup skipped (`top.via`), walked one component at a time from the entry below `top`
+ * on `dirs`: the same directory must be reached again (else ERACE: something was renamed meanwhile), and the
+ * stack then holds every level, as a walk one component at a time would have left it.
+ */
+function* expandPlan(root: RootRef, dirs: readonly DirRef[], top: DirRef, held: Held): Plan<DirRef[]> {
+  const below = dirs.slice(0, -1);
+  const walked = yield* walkEachPlan(root, [...below], (top.via ?? []).map((name) => ({ name })), {}, held);
+  const again = walked[walked.length - 1];
+  const want = yield* statOf(top, held);
+  const got = again === undefined ? undefined : yield* statOf(again, held);
+  if (got === undefined || got.dev !== want.dev || got.ino !== want.ino) throw raceError(top.path);
+  return walked.slice(below.length);
 }
 
 /** The components a link's text contributes, checked for containment when absolute. */
