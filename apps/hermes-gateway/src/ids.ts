@@ -1,10 +1,11 @@
 /** Session keys (the URL's `:key`) and the state.db session each one maps to. */
 import { createHash } from 'node:crypto';
+import { SERVICE_SESSION_SOURCE, SERVICE_SPOOL_MARKER } from '@hermes/gateway';
 
 /** The `sessions.source` of every session this service creates. */
-export const SESSION_SOURCE = 'gateway';
+export const SESSION_SOURCE = SERVICE_SESSION_SOURCE;
 /** Marker in spooled payloads (`data.via`): this service wrote them and may create their session at recovery. */
-export const SPOOL_MARKER = 'hermes-gateway';
+export const SPOOL_MARKER = SERVICE_SPOOL_MARKER;
 export const MAX_KEY_LENGTH = 256;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
 

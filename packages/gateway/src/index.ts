@@ -112,6 +112,15 @@ export {
 } from './prune.js';
 export type { RecoveredRow, RecoveryBatchEntry, RecoveryCommitOutcome, SessionStore } from './store.js';
 export {
+  SERVICE_SESSION_SOURCE,
+  SERVICE_SPOOL_MARKER,
+  serviceSessionStore,
+  serviceSpooledInfo,
+  type KeyedRecoveryEntry,
+  type ServiceSpooledInfo,
+  type ServiceStateDb,
+} from './service-store.js';
+export {
   BATCH_FILE_PATTERN,
   BATCH_KIND,
   BATCH_REASON,

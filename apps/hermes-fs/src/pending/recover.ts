@@ -1,11 +1,22 @@
 /**
- * `hermes-fs pending recover`: @hermes/gateway's recoverPending into @hermes/session-db's state.db. The app
- * reads nothing itself: the library's own pass is the only reader, the progress comes from its callback.
+ * `hermes-fs pending recover`: @hermes/gateway's recoverPending into @hermes/session-db's state.db, through the
+ * same store a gateway service replays its own spool with (a service's payloads keep their idempotency keys). The
+ * app reads nothing itself: the library's own pass is the only reader, the progress comes from its callback.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { silentLogger } from '@hermes/fs-policy';
-import { acquireGatewayLock, describeHolder, type GatewayLock, GatewayLockError, recoverPending, type RecoveryReport, spoolFileId, stderrGatewayLogger } from '@hermes/gateway';
+import {
+  acquireGatewayLock,
+  describeHolder,
+  type GatewayLock,
+  GatewayLockError,
+  recoverPending,
+  type RecoveryReport,
+  serviceSessionStore,
+  spoolFileId,
+  stderrGatewayLogger,
+} from '@hermes/gateway';
 import { openSessionDb, STATE_DB_FILE } from '@hermes/session-db';
 import { PROGRESS_THRESHOLD, type RunContext } from '../commands/common.js';
 import { ChunkedWriter, CliError, colorsFor, count, EXIT, type ExitCode, plural, println } from '../lib/output.js';
@@ -226,7 +237,8 @@ export async function recoverAction(ctx: RunContext, opts: RecoverOptions): Prom
   try {
     report = recoverPending({
       home: ctx.home,
-      store: db,
+      // As the service replays its own spool: its payloads' sessions created, their idempotency keys recorded.
+      store: serviceSessionStore(db),
       logger: ctx.debug ? stderrGatewayLogger : silentLogger,
       ...(showBar ? { batchSize: 100 } : {}),
       onProgress: (done, total) => {

@@ -5,7 +5,7 @@
  * namespace (a writer in a container sharing the volume has pids that mean nothing here). The name always
  * fits NAME_MAX (255 bytes): a long target is cut, on a UTF-8 boundary, to make room for the suffix.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { pidNamespace } from './anchor.js';
 
 const NAME_MAX = 255;
@@ -53,8 +53,26 @@ function tag(): string {
   return writerTag;
 }
 
+/**
+ * Random bytes for names, drawn from the CSPRNG 4 KiB at a time: the same unpredictable bytes as one call per
+ * name (a member of the service group must not guess the next temp name), without a `getrandom` (and the
+ * `getpid` of its fork check) per write.
+ */
+const pool = Buffer.alloc(4096);
+let used = pool.length;
+
+function randomHex6(): string {
+  if (used + 6 > pool.length) {
+    randomFillSync(pool);
+    used = 0;
+  }
+  const hex = pool.toString('hex', used, used + 6); // each byte is handed out once
+  used += 6;
+  return hex;
+}
+
 /** A fresh temp (or rollback) name for `target` (a single name, not a path). */
 export function tempNameFor(target: string, suffix: 'tmp' | 'bak'): string {
-  const tail = `.${tag()}.${randomBytes(6).toString('hex')}.${suffix}`;
+  const tail = `.${tag()}.${randomHex6()}.${suffix}`;
   return `.${cutUtf8(target, NAME_MAX - 1 - Buffer.byteLength(tail))}${tail}`;
 }
