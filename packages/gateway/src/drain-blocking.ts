@@ -140,6 +140,7 @@ function runDrainWorker(todo: readonly Todo[], clock: StopClock, concurrency: nu
       blob,
       offsets,
       root: target.writeOptions(env).root,
+      heldRoot: !target.byPath,
       env,
       concurrency,
       status: statusBuf,
