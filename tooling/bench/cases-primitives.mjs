@@ -1,4 +1,4 @@
-// B1, B1b, B2, B2-floor, B2-floor-native, B2b, R1: the fs-policy primitives against the syscall floor and the
+// B1, B1-floor-native, B1b, B2, B2-floor, B2-floor-native, B2b, R1: the fs-policy primitives against the syscall floor and the
 // libraries users would pick, in this process's anchor mode (run.mjs measures the other mode in mode-child.mjs).
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -96,6 +96,50 @@ async function casesIn(workRoot, { samples, want }) {
       ops: samples * 40,
     })),
   });
+
+  // B1-floor-native: the least a descriptor-anchored atomic write can do with the addon, against B1's floor — the
+  // directory held once for the whole run, the content in an unnamed file (O_TMPFILE), write, fchmod, fstat, fsync,
+  // named with linkat, renamed over the target, the directory fsynced — inline, no policy code. Native mode only.
+  const binding1 = nativeBinding();
+  if (want('B1-floor-native') && binding1 !== undefined) {
+    const { O_PATH: PATH, O_TMPFILE } = binding1.constants;
+    const dirFd = fs.openSync(dir1, PATH | fs.constants.O_DIRECTORY);
+    let n = 0;
+    try {
+      results.push({
+        id: 'B1-floor-native',
+        title: 'atomic JSON write, 4 KiB, fsync file + directory: the native descriptor floor against the path floor',
+        target: { op: '<=', ratio: 1.15 },
+        unit: 'per write',
+        noise: 'fsync',
+        ...(await compareEachOp({
+          id: 'B1-floor-native',
+          ours: {
+            name: 'native floor: held directory, O_TMPFILE, linkat, renameat (inline)',
+            run: () => {
+              const data = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);
+              const fd = binding1.openat(dirFd, '.', O_TMPFILE | fs.constants.O_WRONLY, 0o600);
+              fs.writeSync(fd, data);
+              fs.fchmodSync(fd, 0o600);
+              binding1.fstatat(fd, '', 0x1000 /* AT_EMPTY_PATH */);
+              fs.fsyncSync(fd);
+              const tmp = `.native-floor.json.${process.pid}.${n++}.tmp`;
+              binding1.linkFd(fd, dirFd, tmp);
+              fs.closeSync(fd);
+              binding1.renameat2(dirFd, tmp, dirFd, 'native-floor.json', 0);
+              const dfd = binding1.openat(dirFd, '.', fs.constants.O_RDONLY | fs.constants.O_DIRECTORY, 0);
+              fs.fsyncSync(dfd);
+              fs.closeSync(dfd);
+            },
+          },
+          baseline: { name: 'floor (inline syscalls)', run: floorWrite },
+          ops: samples * 40,
+        })),
+      });
+    } finally {
+      fs.closeSync(dirFd);
+    }
+  }
 
   // B1b: the same with the file fsync only, against write-file-atomic@7 (fsync: true).
   const wfaTarget = path.join(dir1, 'wfa.json');

@@ -51,7 +51,7 @@ const only = opt('only')?.split(',');
 const plant = process.env.HERMES_BENCH_PLANT;
 
 const GROUP_OF = {
-  B1: 'primitives', B1b: 'primitives', B2: 'primitives', 'B2-floor': 'primitives', 'B2-floor-native': 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', R1: 'primitives',
+  B1: 'primitives', 'B1-floor-native': 'primitives', B1b: 'primitives', B2: 'primitives', 'B2-floor': 'primitives', 'B2-floor-native': 'primitives', 'B2b-sync': 'primitives', B2b: 'primitives', 'B2b-many': 'primitives', R1: 'primitives',
   B3: 'gateway', B4: 'gateway', 'B4-cpu': 'gateway', 'B4-mem': 'gateway', 'B4-mem-full': 'gateway', B5: 'doctor', B6: 'matrix', B7: 'cli', B7b: 'cli', B8: 'cli',
   M1: 'moa', 'M1-async': 'moa', P1: 'peer', P2: 'peer', P3: 'peer', P4: 'peer',
   G1: 'service', G10: 'service', G100: 'service', 'G-rec-1k': 'service', 'G-rec-20k': 'service', 'G-rec-100k': 'service',
