@@ -219,9 +219,18 @@ describeNeeds(['root', 'linux', 'mount'], 'chaos under PM2: kill -9, forced rest
 
   it('the same chaos against HERMES_GATEWAY_PLANT=ack-before-fsync loses acknowledged messages', async () => {
     const messages = envInt('HERMES_CHAOS_PLANT_MESSAGES', 4_000);
-    const r = await chaosRun('planted ack-before-fsync', messages, seed + 1, 60_000, true);
-    expect(r.unexpected).toEqual([]);
-    expect(r.lost).toBeGreaterThan(0);
-    expect(r.delivered).toBe(r.acked - r.lost);
-  }, 120_000);
+    // The planted bug loses a message only when a kill or a full disk lands between an ack and its commit: one
+    // round of chaos can miss that window (one CI run did). Rounds go on, each with its own seed, until one loses,
+    // at most four (about 20 s each).
+    const rounds: { lost: number; delivered: number; acked: number }[] = [];
+    for (let round = 1; round <= 4; round++) {
+      const r = await chaosRun(`planted ack-before-fsync, round ${String(round)}`, messages, seed + round, 60_000, true);
+      expect(r.unexpected).toEqual([]);
+      expect(r.delivered).toBe(r.acked - r.lost);
+      rounds.push(r);
+      if (r.lost > 0) break;
+    }
+    console.log(`planted ack-before-fsync: lost ${rounds.map((r) => String(r.lost)).join(', ')} in ${String(rounds.length)} round(s)`);
+    expect(rounds.some((r) => r.lost > 0)).toBe(true);
+  }, 330_000);
 });
