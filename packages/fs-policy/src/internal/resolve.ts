@@ -357,7 +357,7 @@ function* expandPlan(root: RootRef, dirs: readonly DirRef[], top: DirRef, held: 
   const again = walked[walked.length - 1];
   const want = yield* statOf(top, held);
   const got = again === undefined ? undefined : yield* statOf(again, held);
-  if (got === undefined || got.dev !== want.dev || got.ino !== want.ino) throw raceError(top.path);
+  if (got?.dev !== want.dev || got.ino !== want.ino) throw raceError(top.path);
   return walked.slice(below.length);
 }
 
