@@ -112,13 +112,26 @@ export function closeQuietly(fd: number): void {
   }
 }
 
+/** How often an entry removed between its open and its `fstat` is looked up again (see {@link pinEntrySync}). */
+const VANISHED_RETRIES = 3;
+
 /**
  * Takes the entry `name` of the held directory without following a link or opening it for I/O, and checks
- * it with {@link checkEntry}. Returns undefined when it does not exist (ENOENT); the caller owns the
- * returned descriptor. Outside `procfd` mode (no `/proc/self/fd`) the lookup is by path, still with
+ * it with {@link checkEntry}. Returns undefined when it does not exist (ENOENT) — also when it was removed
+ * between the open and the check (no name left: SQLite removes a database's `-wal` when its last connection
+ * closes, in another process as much as in this one), after looking again; the caller owns the returned
+ * descriptor. Outside `procfd` mode (no `/proc/self/fd`) the lookup is by path, still with
  * `O_NOFOLLOW | O_NONBLOCK`, so a FIFO never blocks.
  */
 export function pinEntrySync(dir: HeldDirectory, name: string, rule: EntryRule): PinnedEntry | undefined {
+  for (let attempt = 0; ; attempt++) {
+    const pin = pinOnce(dir, name, rule);
+    if (pin !== 'vanished') return pin;
+    if (attempt + 1 >= VANISHED_RETRIES) return undefined;
+  }
+}
+
+function pinOnce(dir: HeldDirectory, name: string, rule: EntryRule): PinnedEntry | 'vanished' | undefined {
   const display = dir.display(name);
   let fd: number;
   try {
@@ -136,6 +149,11 @@ export function pinEntrySync(dir: HeldDirectory, name: string, rule: EntryRule):
   }
   try {
     const st = fs.fstatSync(fd, { bigint: true });
+    if (st.nlink === 0n && st.isFile()) {
+      // Removed since the open: not a second name, no name at all. Whatever has the name now is looked up again.
+      closeQuietly(fd);
+      return 'vanished';
+    }
     checkEntry(display, st, rule);
     return { path: display, fd, stat: st };
   } catch (err) {
