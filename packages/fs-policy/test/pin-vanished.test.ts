@@ -22,7 +22,11 @@ it('an entry another process keeps creating and removing: pinned or absent in 20
   const child = spawn(process.execPath, ['-e', churn], { stdio: ['ignore', 'pipe', 'inherit'] });
   let rounds = '';
   child.stdout.on('data', (d: Buffer) => (rounds += d.toString()));
-  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  const closed = new Promise<void>((resolve) => {
+    child.on('close', () => {
+      resolve();
+    });
+  });
   const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   const dir = holdDirectorySync(env.home, { env });
   const seen = { pinned: 0, absent: 0 };
