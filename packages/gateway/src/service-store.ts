@@ -64,9 +64,9 @@ export function serviceSessionStore(db: ServiceStateDb): SessionStore {
     ...(db.path === undefined ? {} : { path: db.path }),
     wantsPayloads: true,
     hasReceipt: (id) => db.hasReceipt(id),
-    ...(db.committedReceipts === undefined ? {} : { committedReceipts: (ids: readonly string[]) => db.committedReceipts?.(ids) ?? new Set<string>() }),
-    ...(db.resolveSessionIdForKey === undefined ? {} : { resolveSessionIdForKey: (key: string, notAfter?: number) => db.resolveSessionIdForKey?.(key, notAfter) ?? null }),
-    ...(db.checkpoint === undefined ? {} : { checkpoint: () => db.checkpoint?.() ?? { complete: false } }),
+    ...(db.committedReceipts === undefined ? {} : { committedReceipts: db.committedReceipts.bind(db) }),
+    ...(db.resolveSessionIdForKey === undefined ? {} : { resolveSessionIdForKey: db.resolveSessionIdForKey.bind(db) }),
+    ...(db.checkpoint === undefined ? {} : { checkpoint: db.checkpoint.bind(db) }),
     commitRecovered(entries: readonly RecoveryBatchEntry[]): readonly RecoveryCommitOutcome[] {
       const mapped = entries.map((entry): KeyedRecoveryEntry => {
         const info = serviceSpooledInfo(entry.payload);

@@ -123,8 +123,12 @@ const MAX_LINK_HOPS = 40;
 const MAX_RACE_RETRIES = 16;
 
 /** A name is one component: never empty, `.`, `..`, or containing `/` or NUL. */
+function isPlainName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0');
+}
+
 export function checkName(name: string, display: string): void {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+  if (!isPlainName(name)) {
     throw new FsPolicyError({
       code: 'EINVALID_PATH',
       step: 'resolve',
@@ -272,7 +276,7 @@ export function* walkPlan(
 function* openBeneathPlan(start: DirRef, names: readonly string[], held: Held): Plan<DirRef | undefined> {
   if (names.length < 2 || !beneathAvailable()) return undefined;
   // Plain names only: a link's text can hold '', '.' and '..', which the walk gives their meaning.
-  if (names.some((n) => n === '' || n === '.' || n === '..' || n.includes('/') || n.includes('\0'))) return undefined;
+  if (!names.every(isPlainName)) return undefined;
   const base = yield* materialize(start, held);
   const display = path.join(base.path, ...names);
   let fd: number;
