@@ -63,6 +63,8 @@ async function casesIn(workRoot, { samples, want }) {
   const env = loadEnvironment({ home, env: { HERMES_MANAGED: 'false' } });
   const value = payload4k();
   const results = [];
+  // The addon itself, for the native floors (B1-floor-native, B2-floor-native); undefined outside native mode.
+  const binding = nativeBinding();
 
   // B1: atomic JSON write of 4 KiB with file + directory fsync, against the same syscalls inline.
   const dir1 = path.join(home, 'pending_messages');
@@ -100,9 +102,8 @@ async function casesIn(workRoot, { samples, want }) {
   // B1-floor-native: the least a descriptor-anchored atomic write can do with the addon, against B1's floor — the
   // directory held once for the whole run, the content in an unnamed file (O_TMPFILE), write, fchmod, fstat, fsync,
   // named with linkat, renamed over the target, the directory fsynced — inline, no policy code. Native mode only.
-  const binding1 = nativeBinding();
-  if (want('B1-floor-native') && binding1 !== undefined) {
-    const { O_PATH: PATH, O_TMPFILE } = binding1.constants;
+  if (want('B1-floor-native') && binding !== undefined) {
+    const { O_PATH: PATH, O_TMPFILE } = binding.constants;
     const dirFd = fs.openSync(dir1, PATH | fs.constants.O_DIRECTORY);
     let n = 0;
     try {
@@ -118,16 +119,16 @@ async function casesIn(workRoot, { samples, want }) {
             name: 'native floor: held directory, O_TMPFILE, linkat, renameat (inline)',
             run: () => {
               const data = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);
-              const fd = binding1.openat(dirFd, '.', O_TMPFILE | fs.constants.O_WRONLY, 0o600);
+              const fd = binding.openat(dirFd, '.', O_TMPFILE | fs.constants.O_WRONLY, 0o600);
               fs.writeSync(fd, data);
               fs.fchmodSync(fd, 0o600);
-              binding1.fstatat(fd, '', 0x1000 /* AT_EMPTY_PATH */);
+              binding.fstatat(fd, '', 0x1000 /* AT_EMPTY_PATH */);
               fs.fsyncSync(fd);
               const tmp = `.native-floor.json.${process.pid}.${n++}.tmp`;
-              binding1.linkFd(fd, dirFd, tmp);
+              binding.linkFd(fd, dirFd, tmp);
               fs.closeSync(fd);
-              binding1.renameat2(dirFd, tmp, dirFd, 'native-floor.json', 0);
-              const dfd = binding1.openat(dirFd, '.', fs.constants.O_RDONLY | fs.constants.O_DIRECTORY, 0);
+              binding.renameat2(dirFd, tmp, dirFd, 'native-floor.json', 0);
+              const dfd = binding.openat(dirFd, '.', fs.constants.O_RDONLY | fs.constants.O_DIRECTORY, 0);
               fs.fsyncSync(dfd);
               fs.closeSync(dfd);
             },
@@ -222,9 +223,8 @@ async function casesIn(workRoot, { samples, want }) {
   // whole run (no per-call open of the home at all), the file opened beneath it by one openat2 with kernel
   // containment, its fstat (refuse a FIFO or a device), the last byte read (a record starts on a new line), write,
   // close — inline, no policy code. Only in native mode.
-  const binding = nativeBinding();
   if (want('B2-floor-native') && binding !== undefined) {
-    const RESOLVE = 0x02 | 0x04 | 0x08; // RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH
+    const RESOLVE = binding.constants.RESOLVE_NO_MAGICLINKS | binding.constants.RESOLVE_NO_SYMLINKS | binding.constants.RESOLVE_BENEATH;
     const { O_RDWR, O_CREAT } = fs.constants;
     const data = Buffer.from(line);
     const last = Buffer.alloc(1);

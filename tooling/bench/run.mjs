@@ -68,7 +68,8 @@ const wanted = (group, id) =>
  * in native mode, so that both modes are measured side by side in one run. Their ids get `-procfd`.
  */
 function procfdCases(workRoot) {
-  const ids = Object.keys(GROUP_OF).filter((id) => GROUP_OF[id] === 'primitives' && (wanted('primitives', id) || wanted('primitives', `${id}${PROCFD}`)));
+  // `<id>-procfd` is wanted for --only=<id>, --only=<id>-procfd and --only=primitives.
+  const ids = Object.keys(GROUP_OF).filter((id) => GROUP_OF[id] === 'primitives' && wanted('primitives', `${id}${PROCFD}`));
   if (ids.length === 0) return [];
   const r = spawnSync(process.execPath, [fileURLToPath(new URL('./mode-child.mjs', import.meta.url)), workRoot, String(samples), ids.join(',')], {
     env: { ...process.env, HERMES_FS_ANCHOR: 'procfd' },

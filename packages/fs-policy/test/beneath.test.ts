@@ -8,26 +8,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { modeOf, tempRoot } from '@hermes/test-utils';
 import { anchorInfo, atomicWriteSync, holdDirectorySync, secureMkdirSync, setLogger, silentLogger } from '../src/index.js';
 import { setFaultHook, type Req } from '../src/internal/io.js';
-import { caught, tempEnv } from './helpers.js';
+import { caught, requestsOf, tempEnv } from './helpers.js';
 
 setLogger(silentLogger);
 
 /** True when this process makes the contained lookup (native mode on a kernel with openat2). */
 const contained = anchorInfo().mode === 'native' && anchorInfo().openat2;
 
-/** Records every request of `fn` (nothing is changed). */
-function record(fn: () => void): Req[] {
-  const reqs: Req[] = [];
-  setFaultHook((req) => {
-    reqs.push(req);
-    return undefined;
-  });
-  try {
-    fn();
-  } finally {
-    setFaultHook(undefined);
-  }
-  return reqs;
+/** `<home>/<top>/a/b` holding `x.json` ("old") and `c/link.json -> ../x.json`; returns `<home>/<top>/a/b`. */
+function climbingLink(env: { home: string }, top: string): string {
+  const b = path.join(env.home, top, 'a', 'b');
+  fs.mkdirSync(path.join(b, 'c'), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(b, 'x.json'), 'old', { mode: 0o600 });
+  fs.symlinkSync('../x.json', path.join(b, 'c', 'link.json'));
+  return b;
 }
 
 /** Opens of one level relative to a held descriptor (the walk one component at a time). */
@@ -45,7 +39,7 @@ describe(`several levels in one lookup (${contained ? 'native mode with openat2:
     const deep = path.join(env.home, 'r1', 'a', 'b', 'c', 'd', 'e');
     fs.mkdirSync(deep, { recursive: true, mode: 0o700 });
     let created = '';
-    const reqs = record(() => {
+    const reqs = requestsOf(() => {
       const held = holdDirectorySync(deep, { env });
       try {
         fs.closeSync(held.openSync('probe', fs.constants.O_CREAT | fs.constants.O_WRONLY | fs.constants.O_EXCL, 0o600));
@@ -71,7 +65,7 @@ describe(`several levels in one lookup (${contained ? 'native mode with openat2:
     fs.mkdirSync(path.join(env.home, 'r2', 'q', 'c'), { recursive: true, mode: 0o700 });
     fs.mkdirSync(path.join(env.home, 'r2', 'a'), { mode: 0o700 });
     fs.symlinkSync('../q', path.join(env.home, 'r2', 'a', 'b'));
-    const reqs = record(() => {
+    const reqs = requestsOf(() => {
       const held = holdDirectorySync(path.join(env.home, 'r2', 'a', 'b', 'c'), { env });
       try {
         fs.closeSync(held.openSync('probe', fs.constants.O_CREAT | fs.constants.O_WRONLY | fs.constants.O_EXCL, 0o600));
@@ -109,11 +103,8 @@ describe(`several levels in one lookup (${contained ? 'native mode with openat2:
 describe('a link at the target whose text climbs (`..`) after a multi-level lookup', () => {
   it('`c/link.json -> ../x.json` replaces b/x.json (the level below c, not the lookup base)', () => {
     const env = tempEnv();
-    const b = path.join(env.home, 's', 'a', 'b');
-    fs.mkdirSync(path.join(b, 'c'), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(path.join(b, 'x.json'), 'old', { mode: 0o600 });
-    fs.symlinkSync('../x.json', path.join(b, 'c', 'link.json'));
-    const reqs = record(() => {
+    const b = climbingLink(env, 's');
+    const reqs = requestsOf(() => {
       const r = atomicWriteSync(path.join(b, 'c', 'link.json'), 'new', { kind: 'sessions', env });
       expect(r.path).toBe(path.join(b, 'x.json'));
     });
@@ -137,10 +128,7 @@ describe('a link at the target whose text climbs (`..`) after a multi-level look
 
   it('a skipped level replaced before `..` needs it: ERACE in native mode (the walk reaches another directory); procfd follows its own stack', () => {
     const env = tempEnv();
-    const b = path.join(env.home, 's3', 'a', 'b');
-    fs.mkdirSync(path.join(b, 'c'), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(path.join(b, 'x.json'), 'old', { mode: 0o600 });
-    fs.symlinkSync('../x.json', path.join(b, 'c', 'link.json'));
+    const b = climbingLink(env, 's3');
     let swapped = false;
     setFaultHook((req) => {
       if (!swapped && req.op === 'readlink' && req.path === path.join(b, 'c', 'link.json')) {

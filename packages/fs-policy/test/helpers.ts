@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempRoot } from '@hermes/test-utils';
 import { FsPolicyError, loadEnvironment, type HermesEnvironment } from '../src/index.js';
+import { setFaultHook, type Req } from '../src/internal/io.js';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
@@ -35,4 +36,19 @@ export function caught(fn: () => unknown): FsPolicyError {
     throw e;
   }
   throw new Error('expected an FsPolicyError');
+}
+
+/** Every request the port makes while `fn` runs, in order (observed only: each is made as it would be). */
+export function requestsOf(fn: () => unknown): Req[] {
+  const reqs: Req[] = [];
+  setFaultHook((req) => {
+    reqs.push(req);
+    return undefined;
+  });
+  try {
+    fn();
+  } finally {
+    setFaultHook(undefined);
+  }
+  return reqs;
 }

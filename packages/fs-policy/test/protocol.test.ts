@@ -33,7 +33,7 @@ import {
   silentLogger,
   type FsPolicyLogger,
 } from '../src/index.js';
-import { caught, ls, tempEnv } from './helpers.js';
+import { caught, ls, requestsOf, tempEnv } from './helpers.js';
 
 afterEach(() => {
   setFaultHook(undefined);
@@ -58,15 +58,7 @@ function recorder(home: string, sub = 'sessions'): { lines: string[]; keep: (r: 
 
 function traced(home: string, fn: () => unknown, sub?: string): string[] {
   const rec = recorder(home, sub);
-  setFaultHook((r) => {
-    rec.keep(r);
-    return undefined;
-  });
-  try {
-    fn();
-  } finally {
-    setFaultHook(undefined);
-  }
+  for (const r of requestsOf(fn)) rec.keep(r);
   return rec.lines;
 }
 
