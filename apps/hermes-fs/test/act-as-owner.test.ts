@@ -190,7 +190,7 @@ describeNeeds(['root', 'linux', 'useradd'], "root acts as the home's owner for c
     fs.chownSync(home, owner.uid, owner.gid);
     fs.chmodSync(home, 0o2770);
     const r = cliJson<{ ok: boolean; error: { code: string; path: string } }>(['pending', 'recover', '--create-db', '--home', home], { env: { HERMES_MANAGED: 'nixos' } });
-    expect(r.run.status).toBe(2);
+    expect(r.run.status, r.run.stderr).toBe(2);
     expect(r.json.error).toMatchObject({ code: 'EUNSAFE_PATH', path: parentDir });
     expect(fs.readdirSync(home)).toEqual([]);
   });

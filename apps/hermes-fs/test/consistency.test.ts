@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { itNeeds, runNode } from '@hermes/test-utils';
 import { afterAll, describe, expect, it } from 'vitest';
 import { displayWidth } from '../src/lib/term.js';
-import { ANSI, BIN, cli, cleanupHomes, fixture, freshHome, seedHome } from './helpers.js';
+import { ANSI, BIN, cli, cleanupHomes, fixture, freshHome, seedHome, spoolBulk } from './helpers.js';
 
 afterAll(cleanupHomes);
 
@@ -27,7 +27,7 @@ function onTerminal(args: readonly string[], env: Record<string, string | undefi
 function bulkHome(): string {
   const home = freshHome();
   seedHome(home);
-  expect(runNode(fixture('spool-bulk.mjs'), [home, 'agent:main:telegram:dm:42', '1200'], { env: { HERMES_HOME: home } }).status).toBe(0);
+  spoolBulk(home, 'agent:main:telegram:dm:42', 1_200);
   return home;
 }
 
@@ -35,7 +35,7 @@ describe('progress starts at once, with rate and time left, on a terminal only',
   itNeeds(['script'], 'pending recover: the scan line first, then a bar with files/s and ETA; nothing extra in a pipe or with --json', () => {
     const home = bulkHome();
     const tty = onTerminal(['pending', 'recover', '--home', home]);
-    expect(tty.status).toBe(0);
+    expect(tty.status, tty.screen).toBe(0);
     const screen = tty.screen.replace(/\r/g, '');
     const scan = screen.indexOf('scanning pending_messages/ … 1,201 files\n');
     expect(scan).toBeGreaterThanOrEqual(0);
@@ -47,13 +47,13 @@ describe('progress starts at once, with rate and time left, on a terminal only',
 
     const piped = bulkHome();
     const p = cli(['pending', 'recover', '--home', piped]);
-    expect(p.status).toBe(0);
+    expect(p.status, p.stderr).toBe(0);
     expect(p.stderr).toBe('');
     expect(p.stdout).toBe(`recovered 1,201 of 1,201 spool files into ${path.join(piped, 'state.db')}\n`);
 
     const jsonHome = bulkHome();
     const j = onTerminal(['pending', 'recover', '--home', jsonHome, '--json']);
-    expect(j.status).toBe(0);
+    expect(j.status, j.screen).toBe(0);
     const doc = JSON.parse(j.screen.replace(/\r/g, '')) as { ok: boolean; report: { inserted: unknown[] } };
     expect(doc.ok).toBe(true);
     expect(doc.report.inserted).toHaveLength(1201);
@@ -66,16 +66,16 @@ describe('real ids in messages', () => {
     const home = freshHome();
     const seed = seedHome(home);
     const r = runNode(fixture('spool-extra.mjs'), [home, seed.sessionId], { env: { HERMES_HOME: home } });
-    expect(r.status).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     const snapshot = (JSON.parse(r.stdout.trim()) as { snapshot: string }).snapshot;
     const id = /pending-([0-9a-f]{8})[0-9a-f]{24}\.json$/.exec(snapshot)?.[1] ?? 'missing';
     const run = cli(['pending', 'recover', '--home', home], { env: { NO_COLOR: '1' } });
-    expect(run.status).toBe(1); // the fixture's rejected row is a .bad file
+    expect(run.status, run.stderr).toBe(1); // the fixture's rejected row is a .bad file
     expect(run.stdout).toContain(`  1 agent-history snapshot left for you (never replayed automatically); export it with:\n    hermes-fs pending export ${id} --home ${home}\n`);
     expect(run.stdout).not.toMatch(/\bID\b/);
     // The printed command works as it is.
     const exported = cli(['pending', 'export', id, '--home', home, '--stdout']);
-    expect(exported.status).toBe(0);
+    expect(exported.status, exported.stderr).toBe(0);
     console.log(`ids: recover printed "pending export ${id}", which exports with exit ${String(exported.status)}`);
   });
 });
@@ -112,7 +112,7 @@ describe('tables fit COLUMNS', () => {
     const seen: string[] = [];
     for (const columns of [80, 60]) {
       const run = cli(['provision', 'registry'], { env: { COLUMNS: String(columns), NO_COLOR: '1' } });
-      expect(run.status).toBe(0);
+      expect(run.status, run.stderr).toBe(0);
       expect(run.stdout).not.toMatch(ANSI);
       const widest = Math.max(...run.stdout.split('\n').map((l) => displayWidth(l)));
       expect(widest, `COLUMNS=${String(columns)}`).toBeLessThanOrEqual(columns);

@@ -36,10 +36,10 @@ describe('hermes-fs doctor: the anchor mode', () => {
     const home = seeded();
     const env = { HERMES_FS_ANCHOR: 'procfd' };
     const { run, json } = cliJson<DoctorReport>(['doctor', '--home', home], { env });
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json.anchor).toEqual({ mode: 'procfd', reason: 'HERMES_FS_ANCHOR=procfd', openat2: false });
     const text = cli(['doctor', '--home', home], { env: { ...env, NO_COLOR: '1' } });
-    expect(text.status).toBe(0);
+    expect(text.status, text.stderr).toBe(0);
     expect(text.stdout.split('\n')[2]).toBe('anchor mode procfd: HERMES_FS_ANCHOR=procfd');
     figures.push(`procfd: ${json.anchor.mode} (${json.anchor.reason})`);
   });
@@ -53,7 +53,7 @@ describe('hermes-fs doctor: the anchor mode', () => {
     const home = seeded();
     const env = { HERMES_FS_ANCHOR: 'native' };
     const { run, json } = cliJson<DoctorReport>(['doctor', '--home', home], { env });
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json.anchor).toEqual({ mode: 'native', reason, openat2 });
     const text = cli(['doctor', '--home', home], { env: { ...env, NO_COLOR: '1' } });
     expect(text.stdout.split('\n')[2]).toBe(`anchor mode native: ${reason}`);

@@ -117,7 +117,7 @@ describeNeeds(['root', 'linux', 'useradd'], 'doctor --fix as root against a memb
     expect(json.fix.changes.filter((c) => c.path === path.join(home, 'moa-traces', 'h.jsonl')).map((c) => c.action)).toEqual(['left']);
     expect(modeOf(outside)).toBe('0644');
     expect(fs.statSync(outside).ctimeMs).toBe(before);
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
   });
 
   it('--home / is refused (exit 2) in a mount namespace where / is read-only: / is untouched', () => {
@@ -146,13 +146,13 @@ describeNeeds(['root', 'linux', 'useradd'], 'doctor --fix as root against a memb
     expect(modeOf(path.join(home, 'pending_messages'))).toBe('2770');
     const before = metadata(home);
     const fixed = cliJson<DoctorReport>(['doctor', '--home', home, '--fix'], { env: {} });
-    expect(fixed.run.status).toBe(1);
+    expect(fixed.run.status, fixed.run.stderr).toBe(1);
     expect(fixed.json.findings.filter((x) => x.type === 'looks-managed')).toHaveLength(1);
     expect(fixed.json.findings.find((x) => x.type === 'looks-managed')?.problem).toContain('this home looks managed (the home 2770');
     expect(metadata(home)).toEqual(before);
     const managed = cliJson<DoctorReport>(['doctor', '--home', home, '--managed'], { env: {} });
     expect(managed.json.findings).toEqual([]);
-    expect(managed.run.status).toBe(0);
+    expect(managed.run.status, managed.run.stderr).toBe(0);
     const second = await runAs(fixture('flush-one.mjs'), ['agent:main:telegram:dm:2', 'from the second uid'], attacker, env, 60_000);
     expect(second.status, second.stderr).toBe(0);
     expect(lastJson<{ written: string[] }>(second).written).toHaveLength(1);

@@ -37,7 +37,7 @@ describe('row 12: the doctor says where its walk stopped', () => {
       `row 12: doctor on 300 levels: ${String(json.scanned.directories)} directories audited, too-deep ${String(tooDeep.length)} at ${path.relative(home, tooDeep[0]?.path ?? '').split('/').length.toString()} levels, ` +
         `stale temps reported ${String(temps.length)}, removed by --fix ${String(removed.length)}, too-deep after --fix ${String(fixed.json.findings.filter((f) => f.type === 'too-deep').length)}`,
     );
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     expect(tooDeep.map((f) => [f.path, f.severity, f.fixable])).toEqual([[stoppedAt, 'warning', false]]);
     expect(tooDeep[0]?.problem).toBe('directory 257 levels below the home, deeper than the 256 the doctor walks: nothing in it was audited, and no leftover temp file in it is reported or swept');
     expect(temps.map((f) => [f.path, f.fixable])).toEqual([[temp, true]]);

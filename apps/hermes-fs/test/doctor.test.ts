@@ -45,11 +45,11 @@ describe('hermes-fs doctor: clean homes', () => {
     const { home } = cleanHome();
     const { run, json } = doctor(home);
     expect(json.findings).toEqual([]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json.managed.managed).toBe(false);
     expect(json.spool).toMatchObject({ exists: true, files: 1, payloads: 1, bad: 0, snapshots: 0 });
     const text = cli(['doctor', '--home', home], { env: { NO_COLOR: '1' } });
-    expect(text.status).toBe(0);
+    expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toContain('✓ no findings');
   });
 
@@ -65,7 +65,7 @@ describe('hermes-fs doctor: clean homes', () => {
     const { run, json } = doctor(home, [], MANAGED);
     expect(json.managed).toEqual({ managed: true, system: 'nixos', source: 'env', marker: 'absent', looksManaged: ['the home 2770', 'cron 2770', 'logs 2770', 'memories 2770', 'moa-traces 2770', 'pending_messages 2770', 'sessions 2770', 'state.db 0660', 'trajectories 2770', 'sessions/saved 2770'] });
     expect(json.findings).toEqual([]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
   });
 
   it('the .managed marker alone makes the home managed', () => {
@@ -83,7 +83,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     const dir = path.join(home, 'pending_messages');
     fs.chmodSync(dir, 0o755);
     const { run, json } = doctor(home);
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     expect(ofType(json, 'dir-mode')).toEqual([
       expect.objectContaining({ severity: 'error', path: dir, kind: 'pending-messages', mode: '0755', expected: '0700', fixable: true }),
     ]);
@@ -107,7 +107,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     const dir = path.join(home, 'pending_messages');
     fs.chmodSync(dir, 0o700);
     const { run, json } = doctor(home, [], MANAGED);
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     expect(json.findings).toEqual([
       expect.objectContaining({ type: 'managed-group-access', severity: 'error', path: dir, mode: '0700', expected: '2770', fixable: true }),
     ]);
@@ -125,7 +125,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     fs.chmodSync(seed.snapshot, 0o660);
     fs.chmodSync(seed.trajectory, 0o644);
     const { run, json } = doctor(home);
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     const fix = (p: string): string => `hermes-fs doctor --fix --home ${home}   (fs-policy reconcileFile; or: chmod 0600 ${p})`;
     const got = ofType(json, 'secret-file-mode').map((f) => [path.relative(home, f.path), f.severity, f.mode, f.expected, f.fix, f.fixable]);
     expect(got).toEqual(
@@ -168,7 +168,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     const link = path.join(home, 'sessions', 'exports');
     fs.symlinkSync('/etc', link);
     const { run, json } = doctor(home);
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     expect(json.findings).toEqual([expect.objectContaining({ type: 'symlink-escape', severity: 'warning', path: link, fixable: false })]);
     expect(json.findings[0]?.fix).toContain(`rm ${link}`);
   });
@@ -192,7 +192,7 @@ describe('hermes-fs doctor: one finding type at a time', () => {
     expect(fixed.json.fix.changes).toEqual([expect.objectContaining({ type: 'temp-file', path: temp, action: 'removed' })]);
     expect(fs.existsSync(temp)).toBe(false);
     expect(fixed.json.findings).toEqual([]);
-    expect(fixed.run.status).toBe(0);
+    expect(fixed.run.status, fixed.run.stderr).toBe(0);
   });
 
   it('a complete payload left under a temp name by a killed writer is salvaged into the spool, never swept', () => {
@@ -282,7 +282,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     // moved aside stays visible: one info finding naming the command that lists it.
     expect(modeOf(seed.snapshot)).toBe('0600');
     expect(json.findings.map((f) => [f.type, f.severity, path.relative(home, f.path)])).toEqual([['temp-file', 'info', 'pending_messages']]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     const again = doctor(home, ['--unmanaged']);
     expect(again.json.summary.fixable).toBe(0);
     expect(again.json.findings.filter((f) => f.fixable)).toEqual([]);
@@ -305,7 +305,7 @@ describe('hermes-fs doctor --fix and --dry-run', () => {
     expect(fixed.json.fix.changes).toHaveLength(4);
     for (const d of ['', 'pending_messages', 'moa-traces', 'sessions/saved']) expect(modeOf(path.join(home, d))).toBe('2770');
     expect(fixed.json.findings).toEqual([]);
-    expect(fixed.run.status).toBe(0);
+    expect(fixed.run.status, fixed.run.stderr).toBe(0);
     const again = doctor(home, [], MANAGED);
     expect(again.json.findings).toEqual([]);
   });
@@ -338,14 +338,14 @@ describe('hermes-fs doctor: scale and errors', () => {
     const files = fs.readdirSync(home, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
     expect(files).toBeGreaterThanOrEqual(100_000);
     const { run, json } = doctor(home);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json.scanned.files).toBe(files);
     expect(json.findings).toEqual([]);
   });
 
   it('a missing home is an error (exit 2) with one line and a hint, no stack trace', () => {
     const r = cli(['doctor', '--home', '/nonexistent/hermes-home']);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toBe(
       'hermes-fs: error: cannot use the Hermes home /nonexistent/hermes-home: it does not exist\n' +
         'hint: pass the home with --home DIR (before or after the command) or set HERMES_HOME\n',

@@ -31,14 +31,14 @@ describe('empty option values', () => {
   it('--json: the usage error is the error document; any other empty value (--session "") is refused the same way', () => {
     const env = { HOME: os.tmpdir() };
     const j = cli(['doctor', '--home', '', '--json'], { env });
-    expect(j.status).toBe(2);
+    expect(j.status, j.stderr).toBe(2);
     const doc = JSON.parse(j.stdout) as { ok: boolean; exitCode: number; error: { code: string; message: string } };
     expect(doc.ok).toBe(false);
     expect(doc.exitCode).toBe(2);
     expect(doc.error.code).toBe('EUSAGE');
     expect(doc.error.message).toBe("option '--home <dir>' argument '' is invalid. it is empty (a variable that is not set?); an empty --home never means the default home");
     const s = cli(['save', '--session', '', '--home', tempRoot()]);
-    expect(s.status).toBe(2);
+    expect(s.status, s.stderr).toBe(2);
     expect(s.stderr).toContain("option '--session <id>' argument '' is invalid. it is empty (a variable that is not set?)\n");
   });
 });

@@ -53,14 +53,14 @@ describe('one exit-code contract: a missing home is exit 2 for every command, wi
   for (const c of HOME_COMMANDS) {
     it(`${c.name}: text (one line and a hint on stderr, nothing on stdout) and --json`, () => {
       const text = cli([...c.args, '--home', missing]);
-      expect(text.status).toBe(2);
+      expect(text.status, text.stderr).toBe(2);
       expect(text.stdout).toBe('');
       expect(text.stderr).toBe(
         `hermes-fs: error: cannot use the Hermes home ${missing}: it does not exist\n` +
           'hint: pass the home with --home DIR (before or after the command) or set HERMES_HOME\n',
       );
       const json = cli([...c.args, '--home', missing, '--json']);
-      expect(json.status).toBe(2);
+      expect(json.status, json.stderr).toBe(2);
       expect(errorDoc(json.stdout, c.schema)).toEqual({
         schemaVersion: 1,
         command: c.name,
@@ -78,12 +78,12 @@ describe('one exit-code contract: a missing home is exit 2 for every command, wi
 
   it('--home is a global option: accepted before the command', () => {
     const r = cli(['--home', missing, 'pending', 'list', '--json']);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect((JSON.parse(r.stdout) as ErrorDoc).error.path).toBe(missing);
     const home = freshHome();
     fs.mkdirSync(home);
     const ok = cli(['--home', home, 'pending', 'list']);
-    expect(ok.status).toBe(0);
+    expect(ok.status, ok.stderr).toBe(0);
     expect(ok.stdout).toContain('no spool:');
   });
 
@@ -91,13 +91,13 @@ describe('one exit-code contract: a missing home is exit 2 for every command, wi
     const file = path.join(path.dirname(freshHome()), 'a-file');
     fs.writeFileSync(file, '');
     const r = cli(['doctor', '--home', file, '--json']);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(errorDoc(r.stdout, 'doctor').error).toMatchObject({ code: 'ENOTDIR', path: file });
   });
 
   it('matrix reads no home: --home is a usage error (exit 2) with the error document', () => {
     const r = cli(['matrix', '--home', missing, '--json']);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(errorDoc(r.stdout, 'matrix').error.code).toBe('EUSAGE');
   });
 
@@ -139,14 +139,14 @@ describeNeeds(['root', 'useradd'], 'an unreadable home: exit 2 for every command
       if (u === undefined) throw new Error('no user');
       const as = { uid: u.uid, gid: users.gid, env: { HERMES_HOME: undefined } };
       const text = runNode(BIN, [...c.args, '--home', home], as);
-      expect(text.status).toBe(2);
+      expect(text.status, text.stderr).toBe(2);
       expect(text.stdout).toBe('');
       expect(text.stderr).toBe(
         `hermes-fs: error: cannot use the Hermes home ${home}: uid ${u.uid} may not read it (EACCES; mode 0700, owner uid 0)\n` +
           "hint: run as uid 0 (the home's owner), a member of its group when it is group-shared, or root\n",
       );
       const json = runNode(BIN, [...c.args, '--home', home, '--json'], as);
-      expect(json.status).toBe(2);
+      expect(json.status, json.stderr).toBe(2);
       expect(errorDoc(json.stdout, c.schema)).toMatchObject({ command: c.name, ok: false, exitCode: 2, error: { code: 'EACCES', path: home } });
     });
   }

@@ -22,7 +22,7 @@ describe('hermes-fs --help', () => {
   for (const cmd of COMMANDS) {
     it(`hermes-fs ${[...cmd, '--help'].join(' ')} works and shows an example`, () => {
       const r = cli([...cmd, '--help']);
-      expect(r.status).toBe(0);
+      expect(r.status, r.stderr).toBe(0);
       expect(r.stderr).toBe('');
       expect(r.stdout).toMatch(new RegExp(`^Usage: hermes-fs${cmd.length > 0 ? ` ${cmd.join(' ')}` : ''} `));
       expect(r.stdout).toContain('Examples:');
@@ -42,14 +42,14 @@ describe('hermes-fs --help', () => {
 
   it('an unknown command suggests and exits 2', () => {
     const typo = cli(['docter']);
-    expect(typo.status).toBe(2);
+    expect(typo.status, typo.stderr).toBe(2);
     expect(typo.stderr).toContain("hermes-fs: error: unknown command 'docter'");
     expect(typo.stderr).toContain('(Did you mean doctor?)');
   });
 
   it('--version prints the package version', () => {
     const r = cli(['--version']);
-    expect(r.status).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 });
@@ -125,11 +125,11 @@ describe('colour', () => {
         env: { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, TERM: 'xterm-256color', ...env },
       });
     const colored = run({});
-    expect(colored.status).toBe(0);
+    expect(colored.status, colored.stderr).toBe(0);
     expect(colored.stdout).toMatch(ANSI);
     for (const [env, flags] of [[{ NO_COLOR: '1' }, []], [{ TERM: 'dumb' }, []], [{}, ['--no-color']]] as const) {
       const plain = run(env, flags);
-      expect(plain.status).toBe(0);
+      expect(plain.status, plain.stderr).toBe(0);
       expect(plain.stdout, JSON.stringify([env, flags])).not.toMatch(ANSI);
       expect(plain.stdout).toContain('✓ all 15 cells match docs/permissions.md');
     }

@@ -62,6 +62,12 @@ export function seedHome(home: string, options: { umask?: number; env?: Record<s
   return JSON.parse(line) as SeedResult;
 }
 
+/** Spools `n` payloads for one session key in one batch flush, as the gateway does (fixtures/spool-bulk.mjs); throws with the child's stderr if it fails. */
+export function spoolBulk(home: string, key: string, n: number): void {
+  const r = runNode(fixture('spool-bulk.mjs'), [home, key, String(n)], { env: { HERMES_HOME: home } });
+  if (r.status !== 0) throw new Error(`spool-bulk failed (${String(r.status)}): ${r.stderr}`);
+}
+
 export interface SeedResult {
   readonly payload: string;
   readonly trace: string;

@@ -90,7 +90,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
 
   it('exits 0 with an ok report, no error on stderr, no account left (its speed is benchmark B6, pnpm bench)', () => {
     expect(jsonRun.stderr).not.toMatch(/error/i);
-    expect(jsonRun.status).toBe(0);
+    expect(jsonRun.status, jsonRun.stderr).toBe(0);
     expect(report.ok).toBe(true);
     expect(report.crossUid.leftover).toEqual([]);
   });
@@ -168,7 +168,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
 
   it('prints a table with every cell marked ✓, within 80 columns (text mode, NO_COLOR)', () => {
     const run = cli(['matrix', '--cross-uid'], { env: { NO_COLOR: '1' } });
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).not.toMatch(ANSI);
     expect(Math.max(...run.stdout.split('\n').map((l) => displayWidth(l)))).toBeLessThanOrEqual(80);
     const rows = tableRows(run.stdout);
@@ -182,7 +182,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
 
   it('--only limits the run to one artifact', () => {
     const run = cli(['matrix', '--only', 'state-db', '--json']);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     const r = JSON.parse(run.stdout) as MatrixReport;
     expect(r.artifacts).toEqual(['state-db']);
     expect(r.cells.map((c) => `${c.scenario} ${c.cell} ${c.measured ?? '-'}`)).toEqual([
@@ -215,7 +215,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
       seen.push(`matrix ${flags.join(' ') || '(no flag)'}: cross-uid ran ${String(r.crossUid.ran)}, accounts created ${String(created.length)}`);
     }
     const text = cli(['matrix', '--only', 'pending-messages'], { env: { NO_COLOR: '1', COLUMNS: '80' } });
-    expect(text.status).toBe(0);
+    expect(text.status, text.stderr).toBe(0);
     expect(text.stdout.replace(/\n {2}/g, ' ')).toContain('\ncross-uid rows skipped: not requested: they create two throwaway users and a group; run as root with --cross-uid to add them\n');
     expect(Math.max(...text.stdout.split('\n').map((l) => displayWidth(l)))).toBeLessThanOrEqual(80);
     console.log(`matrix opt-in: ${seen.join('; ')}`);
@@ -223,7 +223,7 @@ describe('hermes-fs matrix (built CLI, real child processes, real packages)', ()
 
   it('rejects an unknown --only kind with exit 2', () => {
     const run = cli(['matrix', '--only', 'nope']);
-    expect(run.status).toBe(2);
+    expect(run.status, run.stderr).toBe(2);
     expect(run.stderr).toContain('nope');
   });
 });

@@ -51,13 +51,13 @@ describeNeeds(['root', 'linux', 'useradd'], "errors name the owner and keep sess
     const r = cli(['pending', 'export', name.slice(8, 16), '--home', home], { env, uid: member.uid, gid: member.gid });
     const lines = r.stderr.trimEnd().split('\n');
     console.log(`export as uid ${String(member.uid)}: exit ${String(r.status)}, stderr lines ${String(lines.length)}, names owner ${String(r.stderr.includes(`(${owner.name})`))}`);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(lines).toEqual([
       `hermes-fs: error: ${name} belongs to uid ${String(owner.uid)} (${owner.name}) (mode 0600): uid ${String(member.uid)} cannot read it, so it cannot be exported from here`,
       `hint: run as its owner: sudo -u '#${String(owner.uid)}' hermes-fs pending export ${name} --home ${home}`,
     ]);
     const { run, json } = cliJson<{ error: { code: string; path: string } }>(['pending', 'export', name, '--home', home], { env, uid: member.uid, gid: member.gid });
-    expect(run.status).toBe(2);
+    expect(run.status, run.stderr).toBe(2);
     expect(json.error).toMatchObject({ code: 'EFOREIGN_OWNER', path: snapshot });
   });
 
@@ -65,7 +65,7 @@ describeNeeds(['root', 'linux', 'useradd'], "errors name the owner and keep sess
     const r = cli(['pending', 'recover', '--home', home], { env, uid: member.uid, gid: member.gid });
     const lines = r.stderr.trimEnd().split('\n');
     console.log(`recover as uid ${String(member.uid)}: exit ${String(r.status)}, hint keeps doctor --fix ${String(r.stderr.includes('hermes-fs doctor --fix'))}, mentions --debug ${String(r.stderr.includes('--debug'))}`);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(lines).toEqual([
       `hermes-fs: error: cannot open ${db()}: unable to open database file; state.db is owned by uid ${String(owner.uid)} gid ${String(users.gid)}, mode 0600 (SQLITE_CANTOPEN)`,
       `hint: ${cantOpenFix()}`,
@@ -76,7 +76,7 @@ describeNeeds(['root', 'linux', 'useradd'], "errors name the owner and keep sess
     const r = cli(['save', '--session', 'seed-session-1', '--home', home], { env, uid: member.uid, gid: member.gid });
     const lines = r.stderr.trimEnd().split('\n');
     console.log(`save as uid ${String(member.uid)}: exit ${String(r.status)}, stderr lines ${String(lines.length)}`);
-    expect(r.status).toBe(1);
+    expect(r.status, r.stderr).toBe(1);
     expect(lines).toEqual([
       `(x_x) Failed to save: cannot read ${db()}: permission denied for uid ${String(member.uid)} (EACCES, owned by uid ${String(owner.uid)} (${owner.name}), mode 0600)`,
       `hint: ${cantOpenFix()}`,

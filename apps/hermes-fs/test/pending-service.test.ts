@@ -38,7 +38,7 @@ describe("hermes-fs pending recover on a gateway service's home", () => {
     await spoolAsService(home);
 
     const { run, json } = cliJson<RecoverJson>(['pending', 'recover', '--create-db', '--home', home]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json.report?.counts).toEqual({ inserted: 2, rows: 2, alreadyCommitted: 0, duplicates: 0 });
     expect(json.report?.kept).toEqual([]);
     expect(fs.readdirSync(path.join(home, 'pending_messages'))).toEqual([]);

@@ -6,7 +6,7 @@ import { openSessionDb } from '@hermes/session-db';
 import { createTestUsers, describeNeeds, itNeeds, runNode } from '@hermes/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { displayWidth } from '../src/lib/term.js';
-import { BIN, cli, cliJson, cleanupHomes, fixture, freshHome, modeOf, seedHome, snapshotTree, type SeedResult } from './helpers.js';
+import { BIN, cli, cliJson, cleanupHomes, fixture, freshHome, modeOf, seedHome, snapshotTree, spoolBulk, type SeedResult } from './helpers.js';
 
 afterAll(cleanupHomes);
 
@@ -90,7 +90,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
 
   it('list --json: every file with the gateway\'s names for its kind, and totals', () => {
     const { run, json } = cliJson<ListJson>(['pending', 'list', '--home', home]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json).toMatchObject({ ok: true, exists: true, order: 'scan', limit: null });
     const rows = [...json.entries]
       .sort((a, b) => a.time - b.time || a.name.localeCompare(b.name))
@@ -108,7 +108,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
 
   it('list: a table within 80 columns, the newest rows last, "1 message" in the singular', () => {
     const text = cli(['pending', 'list', '--home', home], { env: { NO_COLOR: '1' } });
-    expect(text.status).toBe(0);
+    expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toContain(id(seed.payload).slice(0, 8));
     expect(text.stdout).toContain('2 messages');
     expect(widest(text.stdout)).toBeLessThanOrEqual(80);
@@ -123,7 +123,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
 
   it('show: one payload by id prefix, with its full content', () => {
     const { run, json } = cliJson<{ entry: Entry; payload: { data: { text: string } } }>(['pending', 'show', id(seed.payload).slice(0, 8), '--home', home]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json.entry.path).toBe(seed.payload);
     expect(json.payload.data.text).toBe('undelivered at shutdown');
     const text = cli(['pending', 'show', id(extra.snapshot).slice(0, 6), '--home', home], { env: { NO_COLOR: '1' } });
@@ -133,11 +133,11 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
 
   it('show: an unknown id is exit 2 with a hint (and the error document with --json)', () => {
     const r = cli(['pending', 'show', 'ffffffff', '--home', home]);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain('hermes-fs: error: no spool file ffffffff in');
     expect(r.stderr).toContain('hint: list the ids with: hermes-fs pending list');
     const j = cliJson<{ ok: boolean; error: { code: string; path: string } }>(['pending', 'show', 'ffffffff', '--home', home]);
-    expect(j.run.status).toBe(2);
+    expect(j.run.status, j.run.stderr).toBe(2);
     expect(j.json).toMatchObject({ ok: false, error: { code: 'ENOTFOUND', path: path.join(home, 'pending_messages') } });
   });
 
@@ -148,7 +148,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
     expect(json.report?.kept.map((k) => [k.path, k.reason])).toEqual([[extra.unresolved, 'unresolved']]);
     expect(json.report?.bad.map((b) => b.badPath)).toEqual([`${extra.rejected}.bad`]);
     expect(json.ok).toBe(false);
-    expect(run.status).toBe(1); // a .bad file is a finding for the operator
+    expect(run.status, run.stderr).toBe(1); // a .bad file is a finding for the operator
     expect(fs.existsSync(seed.payload)).toBe(false);
     expect(modeOf(`${extra.rejected}.bad`)).toBe('0600');
     expect(messagesOf(home, seed.sessionId)).toEqual(['hello from the seed', 'hello back', 'undelivered at shutdown']);
@@ -158,7 +158,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
     const { run, json } = cliJson<RecoverJson>(['pending', 'recover', '--home', home]);
     expect(json.report?.inserted).toEqual([]);
     expect(json.report?.bad).toEqual([]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(messagesOf(home, seed.sessionId)).toEqual(['hello from the seed', 'hello back', 'undelivered at shutdown']);
   });
 
@@ -177,13 +177,13 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
     const r = cliJson<{ ok: boolean; path: string; format: string; mode: string; messages: number }>([
       'pending', 'export', id(extra.snapshot).slice(0, 10), '--format', 'md', '--home', home,
     ]);
-    expect(r.run.status).toBe(0);
+    expect(r.run.status, r.run.stderr).toBe(0);
     expect(r.json).toMatchObject({ ok: true, format: 'md', mode: '0600', messages: 2 });
     expect(path.dirname(r.json.path)).toBe(path.join(home, 'sessions', 'saved'));
     expect(modeOf(r.json.path)).toBe('0600');
     expect(fs.readFileSync(r.json.path, 'utf8')).toContain('please keep this conversation');
     const html = cli(['pending', 'export', id(extra.snapshot), '--format', 'html', '--stdout', '--home', home]);
-    expect(html.status).toBe(0);
+    expect(html.status, html.stderr).toBe(0);
     expect(html.stdout).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html.stdout).not.toContain('<script>alert(1)</script>');
     const text = cli(['pending', 'export', id(extra.snapshot), '--home', home], { env: { NO_COLOR: '1' } });
@@ -218,7 +218,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
 
   it('export: a payload that is not an agent-history snapshot is refused (exit 2)', () => {
     const r = cli(['pending', 'export', id(extra.unresolved), '--home', home]);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain('is a pending payload, not an agent-history snapshot');
   });
 
@@ -238,7 +238,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
     // With the retention defaults (30 days) nothing this fresh goes, even with --yes.
     expect(cliJson<{ removed: string[] }>(['pending', 'prune', '--yes', '--home', home]).json.removed).toEqual([]);
     const real = cliJson<{ dryRun: boolean; removed: string[] }>(['pending', 'prune', '--older-than', '0', '--yes', '--home', home]);
-    expect(real.run.status).toBe(0);
+    expect(real.run.status, real.run.stderr).toBe(0);
     expect(real.json.dryRun).toBe(false);
     expect(real.json.removed.sort()).toEqual([`${extra.rejected}.bad`, extra.snapshot].sort());
     expect(cliJson<ListJson>(['pending', 'list', '--home', home]).json.entries.map((e) => e.path)).toEqual([extra.unresolved]);
@@ -247,7 +247,7 @@ describe('hermes-fs pending: the salvage flow on a real spool and state.db', () 
   it('prune: --yes with --dry-run, or a negative --older-than, is a usage error (exit 2)', () => {
     expect(cli(['pending', 'prune', '--yes', '--dry-run', '--home', home]).status).toBe(2);
     const r = cli(['pending', 'prune', '--older-than', '-1', '--home', home]);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain('expected a number of days >= 0');
   });
 });
@@ -260,13 +260,13 @@ describe('hermes-fs pending: what a sender or a group member put there', () => {
     const planted = JSON.parse(r.stdout) as { path: string; text: string; key: string };
     // COLUMNS wide enough that the preview is not cut: all of it must show, escaped.
     const list = cli(['pending', 'list', '--home', home], { env: { NO_COLOR: '1', COLUMNS: '400' } });
-    expect(list.status).toBe(0);
+    expect(list.status, list.stderr).toBe(0);
     expect(list.stdout).toContain('hi \\x1b]0;pwned\\x07 \\x1b[2J wiped\\r\\nnext\\x00nul \\x9b31m \\u{202e}gnp.exe');
     expect(list.stdout).toContain('agent:main:telegram:dm:\\x1b[31mred');
     for (const raw of ['\u001b', '\r', '\u0000', '\u0007', '\u009b', '\u202e']) expect(list.stdout).not.toContain(raw);
 
     const show = cli(['pending', 'show', id(planted.path), '--home', home], { env: { NO_COLOR: '1' } });
-    expect(show.status).toBe(0);
+    expect(show.status, show.stderr).toBe(0);
     expect(show.stdout).toContain('key      agent:main:telegram:dm:\\x1b[31mred');
     expect(show.stdout).toContain('"text": "hi \\u001b]0;pwned\\u0007 \\u001b[2J wiped\\r\\nnext\\u0000nul \\u009b31m \\u202egnp.exe"');
     for (const raw of ['\u001b', '\r', '\u0000', '\u0007', '\u009b', '\u202e']) expect(show.stdout).not.toContain(raw);
@@ -288,7 +288,7 @@ describe('hermes-fs pending: what a sender or a group member put there', () => {
     fs.mkdirSync(path.join(dir, `pending-${'c'.repeat(32)}.json`));
     // A FIFO opened for reading would block the CLI until the test's timeout.
     const { run, json } = cliJson<ListJson>(['pending', 'list', '--home', home], { timeoutMs: 30_000 });
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     const odd = json.entries.filter((e) => e.problem === 'not-a-regular-file').map((e) => [e.id, e.fileType]);
     expect(odd.sort()).toEqual([['a'.repeat(32), 'symlink'], ['b'.repeat(32), 'fifo'], ['c'.repeat(32), 'directory']]);
     expect(json.totals.problems['not-a-regular-file']).toBe(3);
@@ -315,7 +315,7 @@ describe('hermes-fs pending list: a large spool', () => {
 
   it('shows the newest 50 with totals for all 20,000', () => {
     const r = cli(['pending', 'list', '--home', home], { env: { NO_COLOR: '1' } });
-    expect(r.status).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     const rows = r.stdout.split('\n').filter((l) => /^│ [0-9a-f]{8} /.test(l));
     expect(rows).toHaveLength(50);
     expect(rows[0]).toContain('message 19950');
@@ -367,21 +367,21 @@ describe('hermes-fs pending recover', () => {
     const home = freshHome();
     const seed = seedHome(home);
     const key = 'agent:main:telegram:dm:42';
-    expect(runNode(fixture('spool-bulk.mjs'), [home, key, '1200'], { env: { HERMES_HOME: home } }).status).toBe(0);
+    spoolBulk(home, key, 1_200);
     const piped = cli(['pending', 'recover', '--home', home]);
-    expect(piped.status).toBe(0);
+    expect(piped.status, piped.stderr).toBe(0);
     expect(piped.stderr).toBe('');
     expect(piped.stdout).toContain('recovered 1,201 of 1,201 spool files');
     expect(messagesOf(home, seed.sessionId)).toHaveLength(2 + 1201);
 
     const home2 = freshHome();
     seedHome(home2);
-    expect(runNode(fixture('spool-bulk.mjs'), [home2, key, '1200'], { env: { HERMES_HOME: home2 } }).status).toBe(0);
+    spoolBulk(home2, key, 1_200);
     const tty = spawnSync('script', ['-qec', `${process.execPath} ${BIN} pending recover --home ${home2}`, '/dev/null'], {
       encoding: 'utf8',
       env: { ...process.env, NO_COLOR: '1', HERMES_HOME: undefined },
     });
-    expect(tty.status).toBe(0);
+    expect(tty.status, tty.stderr).toBe(0);
     expect(tty.stdout).toMatch(/recovering \[=+\] 1,201\/1,201 files · [\d,]+ files\/s · ETA 0s/);
     expect(tty.stdout).toContain('recovered 1,201 of 1,201 spool files');
   });
@@ -392,11 +392,11 @@ describe('hermes-fs pending recover', () => {
     rawSpool(home, 3);
     const before = snapshotTree(home);
     const r = cli(['pending', 'recover', '--home', home]);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain(`no session database at ${path.join(home, 'state.db')}`);
     expect(r.stderr).toContain('--create-db');
     const j = cliJson<{ ok: boolean; error: { code: string; path: string; hint: string } }>(['pending', 'recover', '--home', home]);
-    expect(j.run.status).toBe(2);
+    expect(j.run.status, j.run.stderr).toBe(2);
     expect(j.json).toMatchObject({ ok: false, error: { code: 'ENODB', path: path.join(home, 'state.db') } });
     expect(j.json.error.hint).toContain('--create-db');
     expect(snapshotTree(home)).toEqual(before);
@@ -412,7 +412,7 @@ describe('hermes-fs pending recover', () => {
     const home = freshHome();
     fs.mkdirSync(home);
     const r = cli(['pending', 'recover', '--home', home]);
-    expect(r.status).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('nothing to recover');
     expect(fs.readdirSync(home)).toEqual([]);
   });

@@ -19,7 +19,7 @@ function body(text: string): string[] {
 function run(args: readonly string[]): string {
   const r = cli(['provision', ...args]);
   expect(r.stderr).toBe('');
-  expect(r.status).toBe(0);
+  expect(r.status, r.stderr).toBe(0);
   return r.stdout;
 }
 
@@ -321,7 +321,7 @@ describe('provision: bad input is refused with exit 2, nothing printed on stdout
   for (const [what, args, message] of cases) {
     it(what, () => {
       const r = cli(['provision', ...args]);
-      expect(r.status).toBe(2);
+      expect(r.status, r.stderr).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(message);
     });
@@ -332,7 +332,7 @@ describe('provision --help', () => {
   for (const sub of ['tmpfiles', 'systemd', 'nixos', 'registry']) {
     it(`hermes-fs provision ${sub} --help shows --json and an example`, () => {
       const r = cli(['provision', sub, '--help']);
-      expect(r.status).toBe(0);
+      expect(r.status, r.stderr).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^Usage: hermes-fs provision ${sub} `));
       expect(r.stdout).toContain('--json');
       expect(r.stdout).toContain('Examples:');

@@ -6,7 +6,7 @@ import { cli } from './helpers.js';
 /** The default the help text states for --home, read from the text as a user reads it (wrapping undone). */
 function statedHomeDefault(args: readonly string[]): string {
   const help = cli([...args, '--help']);
-  expect(help.status).toBe(0);
+  expect(help.status, help.stderr).toBe(0);
   const text = help.stdout.replace(/\n\s+/g, ' ');
   const m = /--home <dir> (.*?)(?= --json )/.exec(text);
   if (m?.[1] === undefined) throw new Error(`no --home line in the help of ${args.join(' ')}:\n${help.stdout}`);
@@ -25,7 +25,7 @@ describe('provision --help states the --home default the generators use', () => 
       seen.push(`${sub}: ${stated}`);
       expect(stated).toBe('/var/lib/hermes');
       const out = cli(['provision', sub], { env });
-      expect(out.status).toBe(0);
+      expect(out.status, out.stderr).toBe(0);
       // Every generator names the home it was generated for in its header line.
       expect(out.stdout).toContain(`# home ${stated}, owner hermes:hermes`);
       expect(out.stdout).not.toContain('/srv/not-this-one');

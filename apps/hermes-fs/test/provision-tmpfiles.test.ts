@@ -16,7 +16,7 @@ import { cli, cliJson, fixture, modeOf } from './helpers.js';
 function provision(args: readonly string[]): string {
   const r = cli(['provision', ...args]);
   expect(r.stderr).toBe('');
-  expect(r.status).toBe(0);
+  expect(r.status, r.stderr).toBe(0);
   return r.stdout;
 }
 
@@ -24,7 +24,7 @@ function provision(args: readonly string[]): string {
 function tmpfilesCreate(conf: string, root?: string): void {
   const r = spawnSync('systemd-tmpfiles', ['--create', ...(root === undefined ? [] : [`--root=${root}`]), conf], { encoding: 'utf8' });
   expect(r.stderr, r.stderr).toBe('');
-  expect(r.status).toBe(0);
+  expect(r.status, r.stderr).toBe(0);
 }
 
 /** A root for `--root`: its etc/passwd and etc/group hold the test users, which tmpfiles resolves there. */
@@ -113,7 +113,7 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'systemd-tmpfiles --creat
     for (const args of [['--managed'], []]) {
       const { run, json } = doctor(home, args);
       expect(json.findings, args.join(' ')).toEqual([]);
-      expect(run.status).toBe(0);
+      expect(run.status, run.stderr).toBe(0);
       expect(json.managed).toMatchObject({ managed: true, source: args.length > 0 ? 'flag' : 'marker' });
     }
 
@@ -141,7 +141,7 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'systemd-tmpfiles --creat
     for (const args of [['--unmanaged'], []]) {
       const { run, json } = doctor(home, args);
       expect(json.findings, args.join(' ')).toEqual([]);
-      expect(run.status).toBe(0);
+      expect(run.status, run.stderr).toBe(0);
       expect(json.managed.managed).toBe(false);
     }
 
@@ -172,7 +172,7 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'systemd-tmpfiles --creat
     );
     const { run, json } = doctor(home, ['--unmanaged'], { HERMES_HOME_MODE: '0701' });
     expect(json.findings).toEqual([]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
   });
 
   it('unmanaged: the doctor holds every directory to the mode of its d line; a second run of tmpfiles brings back only the z directories', () => {
@@ -222,7 +222,7 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'systemd-tmpfiles --creat
     expect(wide.json.findings).toEqual([
       expect.objectContaining({ type: 'dir-mode', severity: 'error', path: path.join(home, 'moa-traces'), mode: '2777', expected: '2770', fixable: false }),
     ]);
-    expect(wide.run.status).toBe(1);
+    expect(wide.run.status, wide.run.stderr).toBe(1);
   });
 });
 
@@ -254,11 +254,11 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'doctor --tmpfiles: the i
     fs.rmSync(path.join(home, '.managed'));
     const bare = doctor(home);
     expect(bare.json.findings.map((f) => f.type)).toEqual(['looks-managed']);
-    expect(bare.run.status).toBe(1);
+    expect(bare.run.status, bare.run.stderr).toBe(1);
     const withConf = doctor(home, ['--tmpfiles', conf]);
     expect(withConf.json.managed).toMatchObject({ managed: true, system: 'nixos', source: 'tmpfiles' });
     expect(withConf.json.findings).toEqual([]);
-    expect(withConf.run.status).toBe(0);
+    expect(withConf.run.status, withConf.run.stderr).toBe(0);
 
     // The fix command carries the evidence, and --fix with it repairs a legacy directory to 2770.
     fs.chmodSync(path.join(home, 'pending_messages'), 0o700);
@@ -273,7 +273,7 @@ describeNeeds(['root', 'useradd', 'systemd-tmpfiles'], 'doctor --tmpfiles: the i
     const { run, json } = doctor(home, ['--tmpfiles', conf]);
     expect(json.managed).toMatchObject({ managed: false, source: 'tmpfiles' });
     expect(json.findings).toEqual([]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
   });
 
   it('the marker wins over a configuration that says otherwise, and the contradiction is reported', () => {
@@ -302,17 +302,17 @@ describe('doctor --tmpfiles: a file that is no evidence is refused (exit 2)', ()
     const conf = path.join(base, 'other.conf');
     fs.writeFileSync(conf, 'd /var/lib/elsewhere 2770 root root -\n');
     const r = cli(['doctor', '--home', home, '--tmpfiles', conf]);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain(`--tmpfiles ${conf} is no evidence for ${home}: it has no directory rule for ${home} (its directories: /var/lib/elsewhere)`);
 
     const fifo = path.join(base, 'fifo.conf');
     execFileSync('mkfifo', [fifo]);
     const f = cli(['doctor', '--home', home, '--tmpfiles', fifo]);
-    expect(f.status).toBe(2);
+    expect(f.status, f.stderr).toBe(2);
     expect(f.stderr).toContain(`cannot read --tmpfiles ${fifo}`);
 
     const gone = cli(['doctor', '--home', home, '--tmpfiles', path.join(base, 'missing.conf')]);
-    expect(gone.status).toBe(2);
+    expect(gone.status, gone.stderr).toBe(2);
     expect(gone.stderr).toContain('ENOENT');
   });
 });

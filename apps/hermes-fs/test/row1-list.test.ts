@@ -60,7 +60,7 @@ describe('row 1: pending list shows what killed writers left', () => {
     expect(text.stdout.match(/partial: incomplete, holds no complete message/g)).toHaveLength(2);
     expect(text.stdout).toContain(`3 files in ${dir}: 0 to deliver, 1 under temp names (recovery adopts them), 2 partial (incomplete writes), 0 agent-history snapshots, 0 .bad`);
     const { run, json } = cliJson<ListJson>(['pending', 'list', '--home', home]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     validates('pending-list', json);
     const rows = json.entries.map((e) => [e.name, e.kind, e.target, e.problem]).sort();
     console.log(`row 1 list: a spool of temps only lists ${String(json.entries.length)} entries (${rows.map((r) => String(r[1])).join(', ')}), toAdopt ${String(json.totals.toAdopt)}`);

@@ -24,7 +24,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
 
   it('writes a JSON snapshot (0600) in sessions/saved/ with the exported session', () => {
     const r = cli(['save', '--session', seed.sessionId, '--home', home], { env: { NO_COLOR: '1' } });
-    expect(r.status).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     const m = /^\(\^_\^\)v Conversation saved to: (.+) \(JSON\)$/m.exec(r.stdout);
     expect(m).not.toBeNull();
     const file = m?.[1] ?? '';
@@ -40,7 +40,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
     const { run, json } = cliJson<{ ok: boolean; path: string; format: string; mode: string; redacted: boolean; messages: number }>([
       'save', '--session', seed.sessionId, '--format', 'md', '--redact', '--home', home,
     ]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     expect(json).toMatchObject({ ok: true, format: 'md', mode: '0600', redacted: true, messages: 3 });
     const md = fs.readFileSync(json.path, 'utf8');
     expect(md).toContain('hello from the seed');
@@ -58,10 +58,10 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
 
   it('--output whose extension is not a snapshot format, or disagrees with --format, is a usage error: exit 2, no file', () => {
     const pdf = cli(['save', '--session', seed.sessionId, '--output', 'x.pdf', '--home', home]);
-    expect(pdf.status).toBe(2);
+    expect(pdf.status, pdf.stderr).toBe(2);
     expect(pdf.stderr).toContain('hermes-fs: error: --output x.pdf: the name must end in .md, .json or .html');
     const clash = cliJson<{ ok: boolean; error: { code: string; message: string } }>(['save', '--session', seed.sessionId, '--output', 'x.md', '--format', 'json', '--home', home]);
-    expect(clash.run.status).toBe(2);
+    expect(clash.run.status, clash.run.stderr).toBe(2);
     expect(clash.json).toMatchObject({ ok: false, error: { code: 'EUSAGE', message: '--output x.md names a md file but --format is json' } });
     for (const name of ['x.pdf', 'x.md']) expect(fs.existsSync(path.join(home, 'sessions', 'saved', name))).toBe(false);
   });
@@ -73,7 +73,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
     db.appendMessage({ sessionId: 'glued', role: 'user', content: `use x_${GH_TOKEN} please` });
     db.close();
     const { run, json } = cliJson<{ path: string; redacted: boolean }>(['save', '--session', 'glued', '--redact', '--home', glued]);
-    expect(run.status).toBe(0);
+    expect(run.status, run.stderr).toBe(0);
     const saved = fs.readFileSync(json.path, 'utf8');
     expect(saved).not.toContain(SECRET.slice(8));
     expect(saved).not.toContain(GH_TOKEN.slice(4));
@@ -83,7 +83,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
 
   it('an unknown session: "(x_x) Failed to save: <reason>", exit 1', () => {
     const r = cli(['save', '--session', 'no-such-session', '--home', home]);
-    expect(r.status).toBe(1);
+    expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toBe(`(x_x) Failed to save: session no-such-session not found in ${path.join(home, 'state.db')}\n`);
   });
 
@@ -91,7 +91,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
     const empty = freshHome();
     fs.mkdirSync(empty);
     const r = cli(['save', '--session', 'x', '--home', empty]);
-    expect(r.status).toBe(1);
+    expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toBe(
       `(x_x) Failed to save: no session database at ${path.join(empty, 'state.db')} (ENOENT)\n` +
         "hint: check --home: the gateway's home holds state.db\n",
@@ -103,7 +103,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
 
   it('a name escaping sessions/saved/ is refused by @hermes/cli: exit 1, no file', () => {
     const r = cli(['save', '--session', seed.sessionId, '--output', '../../escape.json', '--home', home]);
-    expect(r.status).toBe(1);
+    expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/^\(x_x\) Failed to save: /);
     expect(fs.existsSync(path.join(home, 'escape.json'))).toBe(false);
     expect(fs.existsSync(path.join(path.dirname(home), 'escape.json'))).toBe(false);
@@ -111,7 +111,7 @@ describe('hermes-fs save: a session from state.db as a /save snapshot', () => {
 
   it('--session is required (usage error, exit 2)', () => {
     const r = cli(['save', '--home', home]);
-    expect(r.status).toBe(2);
+    expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain("required option '--session <id>' not specified");
   });
 });
@@ -128,7 +128,7 @@ describeNeeds(['root', 'useradd'], 'hermes-fs save as a uid that may not read st
       fs.chmodSync(home, 0o755);
       expect(modeOf(path.join(home, 'state.db'))).toBe('0600');
       const r = runNode(BIN, ['save', '--session', 'seed-session-1', '--home', home], { uid: u.uid, gid: users.gid });
-      expect(r.status).toBe(1);
+      expect(r.status, r.stderr).toBe(1);
       expect(r.stderr.split('\n')[0]).toBe(
         `(x_x) Failed to save: cannot read ${path.join(home, 'state.db')}: permission denied for uid ${u.uid} (EACCES, owned by uid 0 (root), mode 0600)`,
       );

@@ -51,7 +51,7 @@ describe('an unloadable better-sqlite3', () => {
     const healthy = cliJson<DoctorJson>(['doctor', '--home', home]);
     const healthyFound = healthy.json.findings.filter((f) => f.type === 'sqlite-unavailable').length;
     console.log(`doctor: exit ${String(run.status)}, sqlite-unavailable findings ${String(found.length)} (binding loads: ${String(healthyFound)}, exit ${String(healthy.run.status)})`);
-    expect(run.status).toBe(1);
+    expect(run.status, run.stderr).toBe(1);
     expect(found).toEqual([
       {
         type: 'sqlite-unavailable',
@@ -65,7 +65,7 @@ describe('an unloadable better-sqlite3', () => {
     ]);
     expect(healthyFound).toBe(0);
     const text = cli(['doctor', '--home', home], { env: broken() });
-    expect(text.status).toBe(1);
+    expect(text.status, text.stderr).toBe(1);
     expect(text.stdout).toContain('ERROR   sqlite-unavailable');
     expect(text.stdout).toContain('`pnpm approve-builds -g`');
   });
@@ -78,7 +78,7 @@ describe('an unloadable better-sqlite3', () => {
       const r = cli(['pending', 'recover', '--home', home], { env: broken(mode) });
       const lines = r.stderr.trimEnd().split('\n');
       console.log(`recover (${mode}): exit ${String(r.status)}, stderr lines ${String(lines.length)}, ${String(r.stderr.length)} bytes`);
-      expect(r.status).toBe(2);
+      expect(r.status, r.stderr).toBe(2);
       expect(lines).toEqual([`hermes-fs: error: ${message} (ESQLITE_UNAVAILABLE)`, `hint: ${FIX}`]);
     }
     const empty = freshHome();
@@ -86,7 +86,7 @@ describe('an unloadable better-sqlite3', () => {
     fs.mkdirSync(path.join(empty, 'pending_messages'), { mode: 0o700 });
     fs.copyFileSync(seed.payload, path.join(empty, 'pending_messages', path.basename(seed.payload)));
     const create = cliJson<{ ok: boolean; exitCode: number; error: { code: string; message: string; hint: string } }>(['pending', 'recover', '--create-db', '--home', empty], { env: broken() });
-    expect(create.run.status).toBe(2);
+    expect(create.run.status, create.run.stderr).toBe(2);
     expect(create.json.error).toEqual({ code: 'ESQLITE_UNAVAILABLE', message: `${MISSING} (ESQLITE_UNAVAILABLE)`, path: LOCATION, hint: FIX });
     expect(fs.existsSync(path.join(empty, 'state.db'))).toBe(false);
   });
@@ -95,7 +95,7 @@ describe('an unloadable better-sqlite3', () => {
     const r = cli(['save', '--session', seed.sessionId, '--home', home], { env: broken() });
     const lines = r.stderr.trimEnd().split('\n');
     console.log(`save: exit ${String(r.status)}, stderr lines ${String(lines.length)}, ${String(r.stderr.length)} bytes`);
-    expect(r.status).toBe(1);
+    expect(r.status, r.stderr).toBe(1);
     expect(lines).toEqual([`(x_x) Failed to save: ${MISSING}`, `hint: ${FIX}`]);
     expect(r.stderr).not.toContain('Tried');
     expect(r.stderr).not.toContain('--debug');

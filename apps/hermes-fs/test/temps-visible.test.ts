@@ -98,12 +98,12 @@ describe('temps and .partial files: visible to doctor, pending list and prune', 
   it('prune: a dry run lists the .partial files and deletes nothing; --yes deletes them; the doctor is then silent', () => {
     const partials = (): string[] => fs.readdirSync(spool).filter((n) => n.includes('.partial')).sort();
     const dry = cli(['pending', 'prune', '--older-than', '0', '--home', home], { env: { NO_COLOR: '1', COLUMNS: '200' } });
-    expect(dry.status).toBe(0);
+    expect(dry.status, dry.stderr).toBe(0);
     expect(dry.stdout).toContain('would delete partial   pending-11112222333344445555666677778888_ab12cd34.tmp.partial');
     expect(dry.stdout).toContain('dry run: would delete 2 spool files');
     expect(partials()).toHaveLength(2);
     const real = cli(['pending', 'prune', '--older-than', '0', '--yes', '--home', home]);
-    expect(real.status).toBe(0);
+    expect(real.status, real.stderr).toBe(0);
     const { json } = cliJson<DoctorJson>(['doctor', '--home', home]);
     console.log(`prune: dry run kept ${String(2)}, after --yes ${String(partials().length)} left, doctor temp-file findings ${String(json.findings.filter((f) => f.type === 'temp-file').length)}`);
     expect(partials()).toEqual([]);

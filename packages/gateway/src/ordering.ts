@@ -22,6 +22,8 @@ import { PENDING_FILE_PATTERN } from './payload.js';
 const INITIAL_FILES = 1024;
 const INITIAL_NAME_BYTES = 64 * 1024;
 const INITIAL_TEXT_BYTES = 256 * 1024;
+/** The size of every kept-text chunk after the first (a text larger than this gets a chunk of its own size). */
+const TEXT_CHUNK_BYTES = 1024 * 1024;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit. */
 const MAX_UTF8_PER_UNIT = 3;
 /** `pending-` and `.json` around the 32 hex digits of a payload name this package writes. */
@@ -43,12 +45,20 @@ function grownBuffer(buffer: Buffer, used: number, needed: number, limit = Numbe
   return next;
 }
 
-/** Where kept texts are, while the budget holds (dropped as a whole once it does not). */
+/**
+ * Where kept texts are, while the budget holds (dropped as a whole once it does not): in chunks that are never
+ * copied into larger ones (a doubling buffer would have left twice the budget behind as garbage on its way up).
+ */
 interface KeptTexts {
-  bytes: Buffer;
+  chunks: Buffer[];
+  /** Bytes written into the last chunk. */
   used: number;
-  /** Byte range of each entry's text in `bytes`; start -1 = not kept. */
-  start: Int32Array;
+  /** Bytes of text kept so far, all chunks (what the budget counts). */
+  total: number;
+  /** Chunk of each entry's text; -1 = not kept. */
+  chunk: Int32Array;
+  /** Byte range of each entry's text in its chunk. */
+  start: Uint32Array;
   end: Uint32Array;
 }
 
@@ -119,7 +129,8 @@ export class RecoveryOrder {
     this.#nameHex = grown(this.#nameHex, n, (k) => new Uint8Array(k));
     const t = this.#texts;
     if (t !== undefined) {
-      t.start = grown(t.start, n, (k) => new Int32Array(k).fill(-1));
+      t.chunk = grown(t.chunk, n, (k) => new Int32Array(k).fill(-1));
+      t.start = grown(t.start, n, (k) => new Uint32Array(k));
       t.end = grown(t.end, n, (k) => new Uint32Array(k));
     }
     const m = this.#members;
@@ -166,35 +177,28 @@ export class RecoveryOrder {
   #keepText(i: number, text: string): void {
     if (this.#textsDropped) return;
     const bytes = Buffer.byteLength(text, 'utf8');
-    const t = this.#texts;
-    const used = t?.used ?? 0;
-    const end = used + bytes;
-    if (end > this.#textBudget) {
+    let t = this.#texts;
+    if ((t?.total ?? 0) + bytes > this.#textBudget) {
       this.#textsDropped = true;
       this.#texts = undefined;
       return;
     }
     if (t === undefined) {
       const n = this.#capacity;
-      const kept: KeptTexts = {
-        bytes: Buffer.allocUnsafeSlow(Math.min(this.#textBudget, Math.max(INITIAL_TEXT_BYTES, bytes))),
-        used: 0,
-        start: new Int32Array(n).fill(-1),
-        end: new Uint32Array(n),
-      };
-      this.#texts = kept;
-      this.#write(kept, i, text, end);
-      return;
+      t = { chunks: [], used: 0, total: 0, chunk: new Int32Array(n).fill(-1), start: new Uint32Array(n), end: new Uint32Array(n) };
+      this.#texts = t;
     }
-    if (end > t.bytes.length) t.bytes = grownBuffer(t.bytes, t.used, end, this.#textBudget);
-    this.#write(t, i, text, end);
-  }
-
-  #write(t: KeptTexts, i: number, text: string, end: number): void {
-    t.bytes.write(text, t.used, 'utf8');
+    let last = t.chunks.at(-1);
+    if (last === undefined || t.used + bytes > last.length) {
+      last = Buffer.allocUnsafeSlow(Math.max(bytes, t.chunks.length === 0 ? INITIAL_TEXT_BYTES : TEXT_CHUNK_BYTES));
+      t.chunks.push(last);
+      t.used = 0;
+    }
+    t.chunk[i] = t.chunks.length - 1;
     t.start[i] = t.used;
-    t.end[i] = end;
-    t.used = end;
+    t.used += last.write(text, t.used, 'utf8');
+    t.end[i] = t.used;
+    t.total += bytes;
   }
 
   /** The name of file `i`. */
@@ -210,9 +214,9 @@ export class RecoveryOrder {
     const m = this.#members;
     if (m !== undefined && (m.batch[i] ?? -1) >= 0) return m.pinned.toString('utf8', m.start[i] ?? 0, m.end[i] ?? 0);
     const t = this.#texts;
-    const start = t?.start[i] ?? -1;
-    if (t === undefined || start < 0) return undefined;
-    return t.bytes.toString('utf8', start, t.end[i] ?? start);
+    const chunk = t === undefined ? undefined : t.chunks[t.chunk[i] ?? -1];
+    if (t === undefined || chunk === undefined) return undefined;
+    return chunk.toString('utf8', t.start[i] ?? 0, t.end[i] ?? 0);
   }
 
   /** Indexes in recovery order: `(ts, seq, name)`; names are only decoded to break a tie. */

@@ -68,7 +68,7 @@ export interface RecoverOptions extends SpoolLocationOptions {
   resolveSessionId?: (sessionKey: string, notAfter: number | undefined) => string | null | undefined;
   logger?: GatewayLogger;
   /**
-   * Files committed per store transaction (default {@link DEFAULT_RECOVERY_BATCH_SIZE}, 2,000). A batch is also
+   * Files committed per store transaction (default {@link DEFAULT_RECOVERY_BATCH_SIZE}, 1,024). A batch is also
    * committed early once the text of its payloads reaches about 8 MiB, so large payloads stay bounded in memory.
    */
   batchSize?: number;

@@ -78,7 +78,7 @@ describeNeeds(['root', 'useradd'], 'the seed scenario with two real uids in a sh
     });
     expect(lastJson<FlushReport>(a).written).toHaveLength(1);
     const b0 = runNode(fixture('flush.mjs'), [JSON.stringify({ session: SESSION_B, pending: {} })], { umask: 0o007, env, ...as(uidB) });
-    expect(b0.status).toBe(0);
+    expect(b0.status, b0.stderr).toBe(0);
     expect(modeOf(path.join(home, 'state.db'))).toBe('0660');
     expect(modeOf(spoolDir(home))).toBe('2770');
     expect(fs.statSync(spoolDir(home)).uid).toBe(uidA);

@@ -32,7 +32,7 @@ describe('flush failures before any payload file is opened are reported, never t
     });
     const report = lastJson<FlushReport>(r);
     fs.chmodSync(home, 0o755);
-    expect(r.status).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     expect(report.written).toEqual([]);
     expect(report.failed).toHaveLength(1);
     expect(report.failed[0]).toMatchObject({

@@ -135,7 +135,7 @@ describe('recovery inputs', () => {
     db.createSession({ id: 's', source: 'cli', startedAt: 1700000000 });
     flushPendingSync({ a: { text: 'one', session_id: 's' }, b: { text: 'two', session_id: 's' } }, { home: h });
     const report = recoverPending({ home: h, store: db, logger: memoryLogger(), batchSize: Number.NaN });
-    expect(report.errors.map((e) => [e.code, e.message])).toEqual([['EINVALID_OPTION', 'batchSize must be a positive integer, got NaN; used 2000']]);
+    expect(report.errors.map((e) => [e.code, e.message])).toEqual([['EINVALID_OPTION', 'batchSize must be a positive integer, got NaN; used 1024']]);
     expect(report.inserted).toHaveLength(2);
     db.close();
   });

@@ -229,4 +229,18 @@ describe('RecoveryOrder (the compact state between the passes)', () => {
     expect(order.name(sorted[0] ?? 0)).toBe(hexName(n - 1));
     expect(order.text(123)).toBe('t123');
   });
+
+  it('keeps texts across chunks (the first 256 KiB, then 1 MiB each, a larger text in one of its own), multi-byte included', () => {
+    const order = new RecoveryOrder(8 * 1024 * 1024);
+    const texts: string[] = [];
+    // 3,000 texts of ~1 KiB cross the first chunk and two more; one of 1.5 MiB needs a chunk of its own.
+    for (let i = 0; i < 3000; i++) texts.push(`${String(i)} é€😀 ${'x'.repeat(1000 + (i % 7))}`);
+    texts.splice(1234, 0, `big ${'€'.repeat(512 * 1024)}`);
+    texts.forEach((t, i) => {
+      order.add(hexName(i), i, 0, t);
+    });
+    const back = texts.map((_, i) => order.text(i));
+    expect(back.filter((t, i) => t !== texts[i])).toEqual([]);
+    expect(order.text(1234)?.length).toBe(4 + 512 * 1024);
+  });
 });

@@ -372,12 +372,12 @@ describe('recovery: options it cannot use', () => {
     const logger = memoryLogger();
     const report = recoverPending({ home, store, logger, batchSize: 0 });
     expect(store.batches).toEqual([['b0.json', 'b1.json', 'b2.json']]);
-    expect(report.errors).toEqual([{ path: spoolDir(home), code: 'EINVALID_OPTION', message: 'batchSize must be a positive integer, got number 0; used 2000', hint: 'pass a positive integer batchSize, or omit it.' }]);
+    expect(report.errors).toEqual([{ path: spoolDir(home), code: 'EINVALID_OPTION', message: 'batchSize must be a positive integer, got number 0; used 1024', hint: 'pass a positive integer batchSize, or omit it.' }]);
     const uid = String(process.geteuid?.() ?? -1);
     expect(logger.lines.map(line)).toEqual([
       [
         'error',
-        `pending-message recovery: 1 error(s): EINVALID_OPTION at ${spoolDir(home)} (uid ${uid}): batchSize must be a positive integer, got number 0; used 2000 — fix: pass a positive integer batchSize, or omit it.`,
+        `pending-message recovery: 1 error(s): EINVALID_OPTION at ${spoolDir(home)} (uid ${uid}): batchSize must be a positive integer, got number 0; used 1024 — fix: pass a positive integer batchSize, or omit it.`,
         { path: 'pending_messages', code: 'EINVALID_OPTION', uid: Number(uid), count: 1 },
       ],
       ['warn', 'pending-message recovery: 3 inserted, 0 already committed, 0 kept, 0 bad, 0 snapshot(s), 0 foreign, 1 error(s)', { path: 'pending_messages' }],

@@ -53,7 +53,7 @@ describeNeeds(['root', 'linux', 'useradd'], 'two uids sharing one home', () => {
     expect(modeOf(path.join(home, 'moa-traces'))).toBe('0700');
     const second = runNode(fixture, [JSON.stringify({ home, sessionId: 'sess-b' })], { umask: 0o022, env, uid: b.uid, gid: users.gid });
     const out = lastJson<Summary>(second);
-    expect(second.status).toBe(0);
+    expect(second.status, second.stderr).toBe(0);
     expect(out.stats.written).toBe(0);
     expect(out.stats.failed).toBe(1);
     expect(out.results[0]?.written).toBe(false);

@@ -21,6 +21,8 @@ export type SessionDbCode =
   | 'EINVALID_ROW'
   /** The handle was closed. */
   | 'ECLOSED'
+  /** An option of `openSessionDb` has a value it cannot take (the message names it); nothing was opened. */
+  | 'EINVALID_OPTION'
   /**
    * better-sqlite3's native module cannot be loaded in this process: missing (its install script never ran, as
    * after a pnpm 10 install that did not approve it) or built for another Node.js (`NODE_MODULE_VERSION`).
@@ -112,6 +114,8 @@ export function sqliteHint(code: string, file: string | undefined, uid: number =
       return `choose another session id, or omit it to get a random one.`;
     case 'ECLOSED':
       return `open the database again (openSessionDb) before using it.`;
+    case 'EINVALID_OPTION':
+      return `pass the option as its documentation says, or omit it for the default; ${db} was not opened.`;
     case 'ESQLITE_UNAVAILABLE':
       return SQLITE_UNAVAILABLE_FIX;
     default:

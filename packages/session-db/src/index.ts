@@ -2,6 +2,7 @@ export { SessionDb } from './db.js';
 export { openSessionDb } from './open.js';
 export {
   DEFAULT_BUSY_TIMEOUT_MS,
+  DEFAULT_CACHE_SIZE_KIB,
   RECOVERABLE_END_REASONS,
   RESET_END_REASONS,
   STATE_DB_FILE,

@@ -3,10 +3,10 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { ensureFileSync, holdDatabaseFileSync, loadEnvironment, type HeldDatabaseFile } from '@hermes/fs-policy';
 import { SessionDb } from './db.js';
-import { databaseError, integrityCheck } from './errors.js';
+import { databaseError, integrityCheck, SessionDbError } from './errors.js';
 import { assertSqliteAvailable, sqliteUnavailableError } from './runtime.js';
 import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
-import { DEFAULT_BUSY_TIMEOUT_MS, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_SIZE_KIB, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
 
 /** The file SQLite says it opened for `main` (its own absolute, link-resolved name). */
 function mainFileOf(db: Database.Database): string | undefined {
@@ -43,6 +43,10 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
   const file = path.resolve(options.path ?? path.join(home, STATE_DB_FILE));
   const readonly = options.readonly === true;
   const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  const cacheKiB = options.cacheSizeKiB ?? DEFAULT_CACHE_SIZE_KIB;
+  if (!Number.isSafeInteger(cacheKiB) || cacheKiB <= 0) {
+    throw new SessionDbError({ code: 'EINVALID_OPTION', path: file, message: `cacheSizeKiB must be a positive integer (KiB), got ${String(cacheKiB)}` });
+  }
 
   assertSqliteAvailable();
   if (!readonly) ensureFileSync(file, { kind: 'state-db', env });
@@ -60,6 +64,8 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
     try {
       held.verifyOpened(beforeOpen, mainFileOf(db));
       const beforeUse = held.snapshot();
+      // Negative: a size in KiB, whatever the page size. A connection-local setting, nothing is written.
+      db.pragma(`cache_size = -${String(cacheKiB)}`);
       const found = readSchemaVersion(db);
       if (found > SCHEMA_VERSION) throw newerSchemaError(found, file);
       let version = found;

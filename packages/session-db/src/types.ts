@@ -6,6 +6,11 @@ export const STATE_DB_FILE = 'state.db';
 
 /** Default SQLite busy timeout: how long a writer waits for another process's write lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+/**
+ * SQLite's page cache per connection, in KiB: SQLite's own default (what Python's `sqlite3`, and so the reference,
+ * runs with), not the 16 MB better-sqlite3 builds in.
+ */
+export const DEFAULT_CACHE_SIZE_KIB = 2000;
 
 /**
  * End reasons the reference treats as accidental (a runtime went away): such a session may still receive
@@ -39,6 +44,8 @@ export interface OpenSessionDbOptions {
   readonly?: boolean;
   /** SQLite busy timeout in milliseconds (default {@link DEFAULT_BUSY_TIMEOUT_MS}). */
   busyTimeoutMs?: number;
+  /** SQLite's page cache for this connection in KiB, a positive integer (default {@link DEFAULT_CACHE_SIZE_KIB}). */
+  cacheSizeKiB?: number;
 }
 
 export interface CreateSessionInput {
