@@ -56,7 +56,7 @@ describe('the HTTP surface (real child)', () => {
     expect(saves.md?.[2]).toBe('# Session: gw-8'); // gw- + sha256('agent:main:web:h')
     expect(saves.html?.[2]).toBe('<!DOCTYPE html>');
     expect(saves.pdf?.[0]).toBe(400);
-    expect(missing.status, missing.stderr).toBe(404);
+    expect(missing.status).toBe(404);
     expect(fs.readFileSync(end.trajectory, 'utf8').split('\n').filter(Boolean).length).toBe(1);
     expect(metrics).toContain('hermes_gateway_acks_total{durable="committed"} 1\n');
     expect(metrics).toContain('hermes_gateway_commit_fsync_seconds_count');
