@@ -38,8 +38,8 @@ function grown<T extends Grown>(array: T, length: number, make: (n: number) => T
   return next;
 }
 
-function grownBuffer(buffer: Buffer, used: number, needed: number, limit = Number.POSITIVE_INFINITY): Buffer {
-  const size = Math.min(limit, Math.max(needed, buffer.length * 2));
+function grownBuffer(buffer: Buffer, used: number, needed: number): Buffer {
+  const size = Math.max(needed, buffer.length * 2);
   const next = Buffer.allocUnsafeSlow(size);
   buffer.copy(next, 0, 0, used);
   return next;
