@@ -12,8 +12,10 @@ afterAll(() => {
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_DIRECTORY, O_NOFOLLOW } = fs.constants;
 
+/** A fresh directory, one level inside a temp root: the siblings some tests make beside it (`<p>-moved`, `<p>-outside`) go with the root. */
 function dir(): { p: string; fd: number } {
-  const p = tempRoot('hermes-native-');
+  const p = path.join(tempRoot('hermes-native-'), 'd');
+  fs.mkdirSync(p);
   return { p, fd: fs.openSync(p, O_RDONLY | O_DIRECTORY) };
 }
 

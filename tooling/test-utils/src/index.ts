@@ -46,27 +46,43 @@ export function scenarioEnv(s: Scenario, home: string): Record<string, string> {
 const createdRoots = new Set<string>();
 let cleanupInstalled = false;
 
+/** Whether temp roots are kept for inspection (HERMES_KEEP_TEST_DIRS set). */
+function keepTestDirs(): boolean {
+  return process.env.HERMES_KEEP_TEST_DIRS !== undefined;
+}
+
 /**
- * A fresh parent directory for test homes (0755 so other test uids can traverse it). Removed when the
- * test process exits, unless HERMES_KEEP_TEST_DIRS is set (to inspect a failure).
+ * A fresh parent directory for test homes (0755 so other test uids can traverse it). Removed when its test file
+ * ends (the projects' setup file, `vitest-setup.ts`) or, outside vitest, when the process exits — unless
+ * HERMES_KEEP_TEST_DIRS is set (to inspect a failure).
  */
 export function tempRoot(prefix = 'hermes-test-'): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   fs.chmodSync(dir, 0o755);
   createdRoots.add(dir);
-  if (!cleanupInstalled && process.env.HERMES_KEEP_TEST_DIRS === undefined) {
+  if (!cleanupInstalled && !keepTestDirs()) {
     cleanupInstalled = true;
-    process.on('exit', () => {
-      for (const root of createdRoots) {
-        try {
-          fs.rmSync(root, { recursive: true, force: true });
-        } catch {
-          // a root we cannot remove (e.g. a mount still busy) stays for the operator; tests are over
-        }
-      }
-    });
+    process.on('exit', () => removeTempRoots());
   }
   return dir;
+}
+
+/**
+ * Removes every root {@link tempRoot} made in this process so far (nothing when HERMES_KEEP_TEST_DIRS is set).
+ * Answers the roots that could not be removed (a mount still busy, say): they stay for the operator.
+ */
+export function removeTempRoots(): string[] {
+  if (keepTestDirs()) return [];
+  const left: string[] = [];
+  for (const root of createdRoots) {
+    try {
+      fs.rmSync(root, { recursive: true, force: true });
+    } catch {
+      left.push(root);
+    }
+    createdRoots.delete(root);
+  }
+  return left;
 }
 
 /**
