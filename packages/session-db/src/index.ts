@@ -3,6 +3,7 @@ export { openSessionDb } from './open.js';
 export {
   DEFAULT_BUSY_TIMEOUT_MS,
   DEFAULT_CACHE_SIZE_KIB,
+  MAX_BUSY_TIMEOUT_MS,
   RECOVERABLE_END_REASONS,
   RESET_END_REASONS,
   STATE_DB_FILE,

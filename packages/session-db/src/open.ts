@@ -6,7 +6,7 @@ import { SessionDb } from './db.js';
 import { databaseError, integrityCheck, SessionDbError } from './errors.js';
 import { assertSqliteAvailable, sqliteUnavailableError } from './runtime.js';
 import { migrate, newerSchemaError, readSchemaVersion, SCHEMA_VERSION } from './schema.js';
-import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_SIZE_KIB, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_SIZE_KIB, MAX_BUSY_TIMEOUT_MS, type OpenSessionDbOptions, STATE_DB_FILE } from './types.js';
 
 /** The file SQLite says it opened for `main` (its own absolute, link-resolved name). */
 function mainFileOf(db: Database.Database): string | undefined {
@@ -46,6 +46,14 @@ export function openSessionDb(options: OpenSessionDbOptions = {}): SessionDb {
   const cacheKiB = options.cacheSizeKiB ?? DEFAULT_CACHE_SIZE_KIB;
   if (!Number.isSafeInteger(cacheKiB) || cacheKiB <= 0) {
     throw new SessionDbError({ code: 'EINVALID_OPTION', path: file, message: `cacheSizeKiB must be a positive integer (KiB), got ${String(cacheKiB)}` });
+  }
+  // SQLite's busy handler takes a C int of milliseconds: 0 (fail at once on a lock) up to 2^31 - 1.
+  if (!Number.isSafeInteger(timeout) || timeout < 0 || timeout > MAX_BUSY_TIMEOUT_MS) {
+    throw new SessionDbError({
+      code: 'EINVALID_OPTION',
+      path: file,
+      message: `busyTimeoutMs must be an integer from 0 to ${String(MAX_BUSY_TIMEOUT_MS)} (milliseconds), got ${String(timeout)}`,
+    });
   }
 
   assertSqliteAvailable();

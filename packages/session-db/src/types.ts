@@ -6,6 +6,9 @@ export const STATE_DB_FILE = 'state.db';
 
 /** Default SQLite busy timeout: how long a writer waits for another process's write lock. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+
+/** The longest busy timeout SQLite takes (its busy handler counts milliseconds in a C int). */
+export const MAX_BUSY_TIMEOUT_MS = 2_147_483_647;
 /**
  * SQLite's page cache per connection, in KiB: SQLite's own default (what Python's `sqlite3`, and so the reference,
  * runs with), not the 16 MB better-sqlite3 builds in.
@@ -42,7 +45,10 @@ export interface OpenSessionDbOptions {
   env?: HermesEnvironment;
   /** Open without writing anything: no file creation, no pragma that writes, no migration. */
   readonly?: boolean;
-  /** SQLite busy timeout in milliseconds (default {@link DEFAULT_BUSY_TIMEOUT_MS}). */
+  /**
+   * SQLite busy timeout in milliseconds: an integer from 0 (fail at once on a lock) to {@link MAX_BUSY_TIMEOUT_MS}
+   * (default {@link DEFAULT_BUSY_TIMEOUT_MS}); anything else is `EINVALID_OPTION`, before anything is created.
+   */
   busyTimeoutMs?: number;
   /** SQLite's page cache for this connection in KiB, a positive integer (default {@link DEFAULT_CACHE_SIZE_KIB}). */
   cacheSizeKiB?: number;
