@@ -57,8 +57,9 @@ try {
       const run = path.join(dir, String(s));
       fs.mkdirSync(run);
       const r = spawnSync(exe, [mode, run, String(ops), '1'], { encoding: 'utf8' });
-      if (r.status !== 0) {
-        throw new Error(`the ${mode} sequences failed (exit ${String(r.status)}): ${r.stderr.trim()}`);
+      if (r.error !== undefined || r.status !== 0) {
+        const why = r.error !== undefined ? r.error.message : `exit ${String(r.status ?? r.signal)}: ${r.stderr.trim()}`;
+        throw new Error(`the ${mode} sequences failed (${why})`);
       }
       const one = JSON.parse(r.stdout);
       for (const k of Object.keys(c)) c[k].push(one[k]);
