@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { lastJson, runNode, tempRoot } from '@hermes/test-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionDb, SessionDbError } from '../src/index.js';
+import { thrown } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/page-cache.mjs', import.meta.url));
 const root = tempRoot('hermes-sdb-cache-');
@@ -44,12 +45,7 @@ describe('SQLite page cache per connection (cacheSizeKiB)', () => {
   it.each([0, -1, 1.5, Number.NaN])('refuses cacheSizeKiB %s with EINVALID_OPTION before anything is created', (value) => {
     const fresh = path.join(root, `fresh-${String(value)}`);
     fs.mkdirSync(fresh, { mode: 0o700 });
-    let caught: unknown;
-    try {
-      openSessionDb({ home: fresh, cacheSizeKiB: value });
-    } catch (err) {
-      caught = err;
-    }
+    const caught = thrown(() => openSessionDb({ home: fresh, cacheSizeKiB: value }));
     expect(caught).toBeInstanceOf(SessionDbError);
     expect((caught as SessionDbError).code).toBe('EINVALID_OPTION');
     expect((caught as SessionDbError).message).toContain('cacheSizeKiB must be a positive integer');
