@@ -83,6 +83,14 @@ static void append_plain(void) {
   close(fd);
 }
 
+// The end of every append: the last byte read (a record starts on a new line), the line written, the file closed.
+static void write_record(int fd, off_t size) {
+  char last;
+  if (size > 0) check(pread(fd, &last, 1, size - 1), "pread");
+  check(write(fd, line, sizeof line), "write");
+  close(fd);
+}
+
 static void append_protocol(void) {
   struct stat st;
   (void)geteuid();
@@ -96,10 +104,7 @@ static void append_protocol(void) {
   check(fstat(fd, &st), "fstat file");
   close(d);
   close(h);
-  char last;
-  if (st.st_size > 0) check(pread(fd, &last, 1, st.st_size - 1), "pread");
-  check(write(fd, line, sizeof line), "write");
-  close(fd);
+  write_record(fd, st.st_size);
 }
 
 static int held_home = -1;
@@ -110,10 +115,7 @@ static void append_held(void) {
   check(fd, "openat2");
   struct stat st;
   check(fstat(fd, &st), "fstat");
-  char last;
-  if (st.st_size > 0) check(pread(fd, &last, 1, st.st_size - 1), "pread");
-  check(write(fd, line, sizeof line), "write");
-  close(fd);
+  write_record(fd, st.st_size);
 }
 
 // ---- atomic --------------------------------------------------------------------------------------------------
@@ -130,6 +132,14 @@ static void atomic_plain(void) {
   close(fd);
   check(rename(tmp, target), "rename");
   int dfd = open(pending, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  check(dfd, "open dir");
+  check(fsync(dfd), "fsync dir");
+  close(dfd);
+}
+
+// The directory held by `d` opened and fsynced (the rename made durable), then closed.
+static void fsync_dir_at(int d) {
+  int dfd = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   check(dfd, "open dir");
   check(fsync(dfd), "fsync dir");
   close(dfd);
@@ -158,10 +168,7 @@ static void atomic_protocol(void) {
   close(fd);
   if (existing) check(linkat(d, "protocol.json", d, bak, 0), "link bak");
   check(renameat(d, tmp, d, "protocol.json"), "renameat");
-  int dfd = openat(d, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  check(dfd, "open dir");
-  check(fsync(dfd), "fsync dir");
-  close(dfd);
+  fsync_dir_at(d);
   if (existing) check(unlinkat(d, bak, 0), "unlink bak");
   close(d);
   close(h);
@@ -181,10 +188,7 @@ static void atomic_held(void) {
   check(linkat(fd, "", held_dir, tmp, AT_EMPTY_PATH), "linkat");
   close(fd);
   check(renameat(held_dir, tmp, held_dir, "held.json"), "renameat");
-  int dfd = openat(held_dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  check(dfd, "open dir");
-  check(fsync(dfd), "fsync dir");
-  close(dfd);
+  fsync_dir_at(held_dir);
 }
 
 // ---- driver --------------------------------------------------------------------------------------------------
